@@ -1,0 +1,490 @@
+//! The epoll backend: one poller, two registration paths.
+//!
+//! - RX path (`EpollMode::Rx`): a connection is added once, `EPOLLIN|EPOLLRDHUP|EPOLLET`.
+//!   Readiness sets `readable`; an armed buffer is filled straight away. A short read means the
+//!   socket is drained (unless the peer hung up), so no EAGAIN recv follows. A full buffer, or an
+//!   edge while nothing is armed, leaves `readable` set: the next arm queues the connection and
+//!   it is received before the next wait, so no byte waits behind an edge already consumed.
+//! - One-shot path (`Oneshot`, `Legacy`, and any `wait_ready`): each wait is `EPOLLONESHOT`.
+//!   Oneshot re-arms with the MOD the fd-table hint calls for; Legacy always tries ADD first
+//!   (EEXIST, then MOD), as the framework that motivated rxbench did before its fix.
+//!
+//! Both paths call `update_registration`, which only touches the kernel when what is needed
+//! differs from what is registered.
+
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use crate::fdtable::{self, Registration};
+use crate::slab::Slab;
+use crate::sys::{Errno, Sys};
+use crate::{
+    timeout_ms, Config, Conn, EpollMode, Event, Interest, ListenerId, Recv, RefuseReason, Refused,
+};
+
+const IN: u32 = libc::EPOLLIN as u32;
+const OUT: u32 = libc::EPOLLOUT as u32;
+const RDHUP: u32 = libc::EPOLLRDHUP as u32;
+const HUP: u32 = libc::EPOLLHUP as u32;
+const ERR: u32 = libc::EPOLLERR as u32;
+const ET: u32 = libc::EPOLLET as u32;
+const ONESHOT: u32 = libc::EPOLLONESHOT as u32;
+
+// Token layout: kind in the top two bits, then 30 bits of slot generation, then the slot.
+const KIND_CONN: u64 = 0;
+const KIND_LISTENER: u64 = 1;
+const KIND_WAKE: u64 = 2;
+
+fn token(kind: u64, slot: u32, generation: u32) -> u64 {
+    (kind << 62) | (u64::from(generation & 0x3fff_ffff) << 32) | u64::from(slot)
+}
+
+/// How many connections one listener readiness event accepts at most.
+const ACCEPT_BATCH: usize = 64;
+
+struct EConn {
+    fd: OwnedFd,
+    /// fd-table generation of this connection.
+    fd_gen: u32,
+    recv: Option<Vec<u8>>,
+    send: Option<(Vec<u8>, usize)>,
+    /// Outstanding `wait_ready` interest.
+    want: Interest,
+    /// The socket may hold unread bytes (or an EOF/error) that no edge will announce again.
+    readable: bool,
+    /// The peer hung up or the socket has an error: reads never block again.
+    hup: bool,
+    queued: bool,
+    /// `wait_ready` took the fd off the RX path; the next `arm_recv` puts it back.
+    taken_over: bool,
+    /// What is registered: on the one-shot path, the armed mask (0 once fired); on the RX
+    /// path, the ET mask.
+    registered: u32,
+}
+
+pub(crate) struct Epoll {
+    epfd: OwnedFd,
+    mode: EpollMode,
+    nodelay: bool,
+    wake_fd: RawFd,
+    conns: Slab<EConn>,
+    listeners: Vec<Option<OwnedFd>>,
+    /// Connections to receive before the next wait (RX path).
+    queued: Vec<Conn>,
+    events: Vec<libc::epoll_event>,
+    pending: Vec<Event>,
+    /// The previous poll waited; with completions pending, this one may skip the wait.
+    waited_last: bool,
+    pub sys: Sys,
+}
+
+impl Epoll {
+    pub fn new(config: &Config, wake_fd: RawFd) -> Result<Epoll, Errno> {
+        // SAFETY: plain syscall; the result is checked before being owned.
+        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epfd < 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        let mut epoll = Epoll {
+            // SAFETY: epoll_create1 returned a fresh fd owned by nobody else.
+            epfd: unsafe { std::os::fd::FromRawFd::from_raw_fd(epfd) },
+            mode: config.epoll_mode,
+            nodelay: config.nodelay,
+            wake_fd,
+            conns: Slab::new(),
+            listeners: Vec::new(),
+            queued: Vec::new(),
+            events: Vec::with_capacity(1024),
+            pending: Vec::new(),
+            waited_last: false,
+            sys: Sys::default(),
+        };
+        epoll.sys.epoll_ctl(
+            epfd,
+            libc::EPOLL_CTL_ADD,
+            wake_fd,
+            IN,
+            token(KIND_WAKE, 0, 0),
+        )?;
+        Ok(epoll)
+    }
+
+    pub fn listen(&mut self, listener: OwnedFd) -> Result<ListenerId, Errno> {
+        let index = self.listeners.len() as u32;
+        let t = token(KIND_LISTENER, index, 0);
+        // Level-triggered: a backlog left after one accept batch is reported again.
+        self.sys.epoll_ctl(
+            self.epfd.as_raw_fd(),
+            libc::EPOLL_CTL_ADD,
+            listener.as_raw_fd(),
+            IN,
+            t,
+        )?;
+        self.listeners.push(Some(listener));
+        Ok(ListenerId(index))
+    }
+
+    pub fn unlisten(&mut self, id: ListenerId) {
+        if let Some(fd) = self.listeners.get_mut(id.0 as usize).and_then(Option::take) {
+            // Closing removes it from the epoll set; a DEL first would be one more syscall.
+            self.sys.close(fd.into_raw_fd());
+        }
+    }
+
+    pub fn register(&mut self, fd: OwnedFd) -> Conn {
+        let fd_gen = fdtable::reset(fd.as_raw_fd());
+        self.conns.insert(EConn {
+            fd,
+            fd_gen,
+            recv: None,
+            send: None,
+            want: Interest::default(),
+            readable: false,
+            hup: false,
+            queued: false,
+            taken_over: false,
+            registered: 0,
+        })
+    }
+
+    pub fn fd(&self, conn: Conn) -> Option<RawFd> {
+        self.conns.get(conn).map(|c| c.fd.as_raw_fd())
+    }
+
+    pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return Err(Refused {
+                reason: RefuseReason::Stale,
+                buf,
+            });
+        };
+        if c.recv.is_some() {
+            return Err(Refused {
+                reason: RefuseReason::RecvArmed,
+                buf,
+            });
+        }
+        c.recv = Some(buf);
+        c.taken_over = false;
+        self.update_registration(conn);
+        Ok(())
+    }
+
+    pub fn send(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return Err(Refused {
+                reason: RefuseReason::Stale,
+                buf,
+            });
+        };
+        if c.send.is_some() {
+            return Err(Refused {
+                reason: RefuseReason::SendInFlight,
+                buf,
+            });
+        }
+        c.send = Some((buf, 0));
+        if !self.flush_send(conn) {
+            self.update_registration(conn);
+        }
+        Ok(())
+    }
+
+    pub fn wait_ready(&mut self, conn: Conn, interest: Interest) -> Result<(), RefuseReason> {
+        let c = self.conns.get_mut(conn).ok_or(RefuseReason::Stale)?;
+        c.want.readable |= interest.readable;
+        c.want.writable |= interest.writable;
+        c.taken_over = true;
+        self.update_registration(conn);
+        Ok(())
+    }
+
+    pub fn close(&mut self, conn: Conn) {
+        if let Some(c) = self.conns.remove(conn) {
+            // The last close of the file removes it from the epoll set: no DEL needed.
+            self.sys.close(c.fd.into_raw_fd());
+        }
+    }
+
+    pub fn poll(&mut self, out: &mut Vec<Event>, timeout: Option<Duration>) -> Result<(), Errno> {
+        self.receive_queued();
+        let wait_ms = if self.pending.is_empty() {
+            timeout_ms(timeout)
+        } else if self.waited_last {
+            // Hand over what is ready now; the next poll waits (with a zero timeout if
+            // completions are pending again), so readiness is never starved.
+            self.waited_last = false;
+            out.append(&mut self.pending);
+            return Ok(());
+        } else {
+            0
+        };
+        self.waited_last = true;
+        match self
+            .sys
+            .epoll_wait(self.epfd.as_raw_fd(), &mut self.events, wait_ms)
+        {
+            Ok(()) | Err(Errno(libc::EINTR)) => {}
+            Err(e) => return Err(e),
+        }
+        for i in 0..self.events.len() {
+            let ev = self.events[i];
+            let (t, bits) = (ev.u64, ev.events);
+            let slot = t as u32;
+            match t >> 62 {
+                KIND_CONN => {
+                    if let Some(conn) = self.conns.handle(slot) {
+                        if token(KIND_CONN, slot, conn.generation) == t {
+                            self.on_conn_event(conn, bits);
+                        }
+                    }
+                }
+                KIND_LISTENER => self.accept_ready(slot),
+                _ => {
+                    self.sys.read_eventfd(self.wake_fd);
+                    self.pending.push(Event::Woken);
+                }
+            }
+        }
+        out.append(&mut self.pending);
+        Ok(())
+    }
+
+    fn receive_queued(&mut self) {
+        let mut queued = std::mem::take(&mut self.queued);
+        for conn in queued.drain(..) {
+            let Some(c) = self.conns.get_mut(conn) else {
+                continue;
+            };
+            c.queued = false;
+            if c.recv.is_some() && c.readable {
+                self.do_recv(conn);
+            }
+        }
+        self.queued = queued;
+    }
+
+    fn accept_ready(&mut self, index: u32) {
+        let Some(Some(listener)) = self.listeners.get(index as usize) else {
+            return;
+        };
+        let lfd = listener.as_raw_fd();
+        for _ in 0..ACCEPT_BATCH {
+            match self.sys.accept(lfd) {
+                Ok(fd) => {
+                    // SAFETY: accept4 returned a new fd that nothing else owns.
+                    let fd: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) };
+                    if self.nodelay {
+                        // Best effort: a socket that refuses it still works.
+                        let _ = self.sys.set_nodelay(fd.as_raw_fd());
+                    }
+                    let conn = self.register(fd);
+                    self.pending.push(Event::Accepted {
+                        listener: ListenerId(index),
+                        conn,
+                    });
+                }
+                Err(Errno(libc::EAGAIN)) => break,
+                Err(Errno(libc::EINTR | libc::ECONNABORTED)) => continue,
+                Err(error) => {
+                    self.pending.push(Event::AcceptFailed {
+                        listener: ListenerId(index),
+                        error,
+                    });
+                    break;
+                }
+            }
+        }
+    }
+
+    fn on_conn_event(&mut self, conn: Conn, bits: u32) {
+        let rx_path = self.on_rx_path(conn);
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        if !rx_path {
+            c.registered = 0; // the one-shot fired
+        }
+        let readable = bits & (IN | RDHUP | HUP | ERR) != 0;
+        let writable = bits & (OUT | HUP | ERR) != 0;
+        c.readable |= readable;
+        c.hup |= bits & (RDHUP | HUP | ERR) != 0;
+        let ready = Interest {
+            readable: c.want.readable && readable,
+            writable: c.want.writable && writable,
+        };
+        if !ready.is_empty() {
+            c.want.readable &= !ready.readable;
+            c.want.writable &= !ready.writable;
+            self.pending.push(Event::Ready { conn, ready });
+        }
+        if writable && c.send.is_some() {
+            self.flush_send(conn);
+        }
+        let c = self.conns.get_mut(conn).expect("still open");
+        if c.recv.is_some() && c.readable {
+            self.do_recv(conn);
+        }
+        self.update_registration(conn);
+    }
+
+    fn on_rx_path(&self, conn: Conn) -> bool {
+        self.mode == EpollMode::Rx && self.conns.get(conn).is_some_and(|c| !c.taken_over)
+    }
+
+    /// Brings the kernel's registration in line with what the connection waits for.
+    fn update_registration(&mut self, conn: Conn) {
+        let rx_path = self.on_rx_path(conn);
+        let epfd = self.epfd.as_raw_fd();
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        let fd = c.fd.as_raw_fd();
+        let hint = fdtable::registration(fd, c.fd_gen);
+        let t = token(KIND_CONN, conn.slot, conn.generation);
+        let result = if rx_path {
+            let mut mask = IN | RDHUP | ET;
+            if c.send.is_some() || c.want.writable {
+                mask |= OUT;
+            }
+            if hint == Registration::Rx && c.registered == mask {
+                // Registered once for this connection: nothing to do. Bytes that an earlier
+                // edge announced are received before the next wait.
+                if c.recv.is_some() && c.readable && !c.queued {
+                    c.queued = true;
+                    self.queued.push(conn);
+                }
+                return;
+            }
+            let op = match hint {
+                Registration::None => libc::EPOLL_CTL_ADD,
+                _ => libc::EPOLL_CTL_MOD,
+            };
+            // ADD and MOD both re-check readiness, so an edge consumed on the one-shot path
+            // is reported again: nothing is lost in the switch.
+            ctl(&mut self.sys, epfd, fd, op, mask, t).map(|()| {
+                c.registered = mask;
+                fdtable::set(fd, c.fd_gen, Registration::Rx);
+            })
+        } else {
+            let mut mask = 0;
+            if c.recv.is_some() || c.want.readable {
+                mask |= IN | RDHUP;
+            }
+            if c.send.is_some() || c.want.writable {
+                mask |= OUT;
+            }
+            if mask == 0 || (hint == Registration::Oneshot && c.registered & mask == mask) {
+                return;
+            }
+            let op = if self.mode == EpollMode::Legacy || hint == Registration::None {
+                libc::EPOLL_CTL_ADD
+            } else {
+                libc::EPOLL_CTL_MOD
+            };
+            ctl(&mut self.sys, epfd, fd, op, mask | ONESHOT, t).map(|()| {
+                c.registered = mask;
+                fdtable::set(fd, c.fd_gen, Registration::Oneshot);
+            })
+        };
+        if let Err(errno) = result {
+            self.fail_all(conn, errno);
+        }
+    }
+
+    /// The kernel refused to watch the fd: complete everything outstanding with the error.
+    fn fail_all(&mut self, conn: Conn, errno: Errno) {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        if let Some(buf) = c.recv.take() {
+            self.pending.push(Event::Received {
+                conn,
+                buf,
+                result: Recv::Error(errno),
+            });
+        }
+        if let Some((buf, _)) = c.send.take() {
+            self.pending.push(Event::Sent {
+                conn,
+                buf,
+                result: Err(errno),
+            });
+        }
+        if !c.want.is_empty() {
+            let ready = std::mem::take(&mut c.want);
+            self.pending.push(Event::Ready { conn, ready });
+        }
+    }
+
+    /// One recv into the armed buffer. Completes the receive unless the socket had nothing.
+    fn do_recv(&mut self, conn: Conn) {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        let buf = c.recv.as_mut().expect("armed");
+        let room = buf.capacity() - buf.len();
+        let result = loop {
+            match self.sys.recv(c.fd.as_raw_fd(), buf) {
+                Ok(0) => {
+                    c.hup = true;
+                    break Recv::Eof;
+                }
+                Ok(n) => {
+                    // Short read: drained, unless a hang-up means the next read returns at
+                    // once (EOF or error) without a new edge.
+                    c.readable = n == room || c.hup;
+                    break Recv::Data(n);
+                }
+                Err(Errno(libc::EINTR)) => continue,
+                Err(Errno(libc::EAGAIN)) => {
+                    c.readable = false;
+                    return;
+                }
+                Err(e) => {
+                    c.hup = true;
+                    break Recv::Error(e);
+                }
+            }
+        };
+        let buf = c.recv.take().expect("armed");
+        self.pending.push(Event::Received { conn, buf, result });
+    }
+
+    /// Writes what the pending send has left. Returns true when the send completed (all
+    /// written, or failed), false when the socket is full.
+    fn flush_send(&mut self, conn: Conn) -> bool {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return true;
+        };
+        let (buf, off) = c.send.as_mut().expect("send pending");
+        let result = loop {
+            if *off == buf.len() {
+                break Ok(());
+            }
+            match self.sys.send(c.fd.as_raw_fd(), &buf[*off..]) {
+                Ok(n) => *off += n,
+                Err(Errno(libc::EINTR)) => continue,
+                Err(Errno(libc::EAGAIN)) => return false,
+                Err(e) => break Err(e),
+            }
+        };
+        let (buf, _) = c.send.take().expect("send pending");
+        self.pending.push(Event::Sent { conn, buf, result });
+        true
+    }
+}
+
+/// epoll_ctl with the hint's fallbacks: ADD that finds the fd registered becomes MOD, MOD that
+/// finds it missing becomes ADD.
+fn ctl(sys: &mut Sys, epfd: RawFd, fd: RawFd, op: i32, mask: u32, t: u64) -> Result<(), Errno> {
+    match sys.epoll_ctl(epfd, op, fd, mask, t) {
+        Err(Errno(libc::EEXIST)) if op == libc::EPOLL_CTL_ADD => {
+            sys.epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, mask, t)
+        }
+        Err(Errno(libc::ENOENT)) if op == libc::EPOLL_CTL_MOD => {
+            sys.epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, mask, t)
+        }
+        r => r,
+    }
+}

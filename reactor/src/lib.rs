@@ -1,0 +1,479 @@
+//! One event loop with every receive path rxbench measures.
+//!
+//! A [`Reactor`] drives connections on the thread that created it. The caller arms a receive
+//! with a buffer ([`Reactor::arm_recv`]), hands over whole responses ([`Reactor::send`]) and
+//! collects completions from [`Reactor::poll`]. Every backend keeps the same contract:
+//!
+//! - a receive stays armed until something real happens: bytes ([`Recv::Data`]), end of
+//!   stream ([`Recv::Eof`]) or an error ([`Recv::Error`]); `EAGAIN` never surfaces;
+//! - a send completes once every byte was written, or with the error that stopped it;
+//! - buffers travel by value and always come back in the completion.
+//!
+//! Backends: io_uring (every accept, receive and send an SQE; one `io_uring_enter` per loop
+//! turn) and epoll in three modes, see [`EpollMode`]. [`BackendChoice::Auto`] falls back from
+//! io_uring to epoll on any setup error and keeps the errno in [`BackendReport`].
+//!
+//! Every syscall goes through one counting module; [`Reactor::counts`] reads the counters.
+//!
+//! The reactor is neither `Send` nor `Sync`, so it cannot be armed from another thread:
+//!
+//! ```compile_fail
+//! let reactor = reactor::Reactor::new(&reactor::Config::default()).unwrap();
+//! std::thread::spawn(move || drop(reactor));
+//! ```
+//!
+//! Other threads reach it through a [`Waker`], which is `Send + Sync`:
+//!
+//! ```no_run
+//! let reactor = reactor::Reactor::new(&reactor::Config::default()).unwrap();
+//! let waker = reactor.waker();
+//! std::thread::spawn(move || waker.wake()).join().unwrap();
+//! ```
+
+mod epoll;
+pub mod fdtable;
+mod slab;
+mod sys;
+mod uring;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use sys::{Errno, Syscall, SyscallCounts};
+
+/// Which backend to run (`APP_BACKEND`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum BackendChoice {
+    /// io_uring when the ring can be set up, else epoll, remembering why.
+    #[default]
+    Auto,
+    /// io_uring or a start-up error naming the errno.
+    IoUring,
+    Epoll,
+}
+
+/// How the epoll backend receives (`APP_EPOLL_MODE`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum EpollMode {
+    /// Register each connection once, edge-triggered; receive on readiness into the armed
+    /// buffer. No `epoll_ctl` per keep-alive request.
+    #[default]
+    Rx,
+    /// `EPOLLONESHOT` waits; the per-fd hint makes each re-arm one `EPOLL_CTL_MOD`.
+    Oneshot,
+    /// `EPOLLONESHOT` waits re-armed by ADD, then MOD on EEXIST: two `epoll_ctl` per request.
+    Legacy,
+}
+
+/// A value that is not one of a knob's choices.
+#[derive(Debug, thiserror::Error)]
+#[error("'{value}' is not one of: {choices}")]
+pub struct BadChoice {
+    pub value: String,
+    pub choices: &'static str,
+}
+
+impl FromStr for BackendChoice {
+    type Err = BadChoice;
+    fn from_str(s: &str) -> Result<Self, BadChoice> {
+        match s {
+            "auto" => Ok(BackendChoice::Auto),
+            "io_uring" | "io-uring" | "uring" => Ok(BackendChoice::IoUring),
+            "epoll" => Ok(BackendChoice::Epoll),
+            _ => Err(BadChoice {
+                value: s.to_string(),
+                choices: "auto, io_uring, epoll",
+            }),
+        }
+    }
+}
+
+impl FromStr for EpollMode {
+    type Err = BadChoice;
+    fn from_str(s: &str) -> Result<Self, BadChoice> {
+        match s {
+            "rx" => Ok(EpollMode::Rx),
+            "oneshot" => Ok(EpollMode::Oneshot),
+            "legacy" => Ok(EpollMode::Legacy),
+            _ => Err(BadChoice {
+                value: s.to_string(),
+                choices: "rx, oneshot, legacy",
+            }),
+        }
+    }
+}
+
+impl fmt::Display for EpollMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EpollMode::Rx => "rx",
+            EpollMode::Oneshot => "oneshot",
+            EpollMode::Legacy => "legacy",
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub backend: BackendChoice,
+    pub epoll_mode: EpollMode,
+    /// Submission queue entries for io_uring (the completion queue gets four times as many).
+    pub ring_entries: u32,
+    /// Set TCP_NODELAY on accepted connections (one setsockopt per connection).
+    pub nodelay: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            backend: BackendChoice::Auto,
+            epoll_mode: EpollMode::Rx,
+            ring_entries: 1024,
+            nodelay: true,
+        }
+    }
+}
+
+/// What io_uring setup found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IoUringStatus {
+    /// Not tried (`APP_BACKEND=epoll`).
+    NotTried,
+    /// Running, with these setup flags.
+    Active(&'static str),
+    /// `io_uring_setup` failed with this errno.
+    Unavailable(Errno),
+}
+
+/// The backend actually running and, for io_uring, what setup found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct BackendReport {
+    /// `None` when io_uring runs.
+    pub epoll_mode: Option<EpollMode>,
+    pub io_uring: IoUringStatus,
+}
+
+impl BackendReport {
+    /// `io_uring` or `epoll/<mode>`.
+    pub fn backend(&self) -> String {
+        match self.epoll_mode {
+            None => "io_uring".to_string(),
+            Some(mode) => format!("epoll/{mode}"),
+        }
+    }
+
+    /// `active(<flags>)`, `unavailable(EPERM)` or `not-tried`.
+    pub fn io_uring(&self) -> String {
+        match self.io_uring {
+            IoUringStatus::NotTried => "not-tried".to_string(),
+            IoUringStatus::Active(flags) => format!("active({flags})"),
+            IoUringStatus::Unavailable(e) => format!("unavailable({})", e.name()),
+        }
+    }
+}
+
+impl fmt::Display for BackendReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "backend={} io_uring={}", self.backend(), self.io_uring())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("io_uring was requested but is unavailable: io_uring_setup failed with {0}")]
+    IoUringUnavailable(Errno),
+    #[error("{what} failed: {errno}")]
+    Sys { what: &'static str, errno: Errno },
+}
+
+/// A connection owned by one reactor. Stale handles (closed connections) are refused.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Conn {
+    slot: u32,
+    generation: u32,
+}
+
+impl Conn {
+    /// A small dense number, unique among the reactor's live connections (for the caller's
+    /// own per-connection tables).
+    pub fn index(&self) -> usize {
+        self.slot as usize
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ListenerId(u32);
+
+/// What a receive produced.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Recv {
+    /// This many bytes were appended to the buffer.
+    Data(usize),
+    /// The peer will send no more.
+    Eof,
+    Error(Errno),
+}
+
+/// Readiness interest for [`Reactor::wait_ready`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Interest {
+    pub readable: bool,
+    pub writable: bool,
+}
+
+impl Interest {
+    pub const READABLE: Interest = Interest {
+        readable: true,
+        writable: false,
+    };
+    pub const WRITABLE: Interest = Interest {
+        readable: false,
+        writable: true,
+    };
+    fn is_empty(self) -> bool {
+        !self.readable && !self.writable
+    }
+}
+
+#[derive(Debug)]
+pub enum Event {
+    Accepted {
+        listener: ListenerId,
+        conn: Conn,
+    },
+    AcceptFailed {
+        listener: ListenerId,
+        error: Errno,
+    },
+    /// An armed receive completed; `buf` is the armed buffer, extended by what arrived.
+    Received {
+        conn: Conn,
+        buf: Vec<u8>,
+        result: Recv,
+    },
+    /// A send finished: every byte written, or the error that stopped it.
+    Sent {
+        conn: Conn,
+        buf: Vec<u8>,
+        result: Result<(), Errno>,
+    },
+    /// A [`Reactor::wait_ready`] fired.
+    Ready {
+        conn: Conn,
+        ready: Interest,
+    },
+    /// A [`Waker`] was woken since the last poll.
+    Woken,
+}
+
+/// Why an arm or send was refused. The buffer comes back.
+#[derive(Debug, thiserror::Error)]
+#[error("{reason}")]
+pub struct Refused {
+    pub reason: RefuseReason,
+    pub buf: Vec<u8>,
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RefuseReason {
+    #[error("the connection is closed (stale handle)")]
+    Stale,
+    #[error("a receive is already armed on this connection")]
+    RecvArmed,
+    #[error("a send is already in flight on this connection")]
+    SendInFlight,
+    #[error("the receive buffer has no spare capacity")]
+    NoSpareCapacity,
+}
+
+/// Wakes a reactor from another thread: its next (or current) poll returns [`Event::Woken`].
+#[derive(Clone)]
+pub struct Waker {
+    fd: Arc<OwnedFd>,
+}
+
+impl Waker {
+    pub fn wake(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to an eventfd we keep open via the Arc.
+        // EAGAIN (counter saturated) still leaves the reactor woken.
+        unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+}
+
+// Both variants are large and one reactor lives per thread: boxing would only add a hop.
+#[allow(clippy::large_enum_variant)]
+enum Backend {
+    Epoll(epoll::Epoll),
+    Uring(uring::Uring),
+}
+
+/// One event loop. Not `Send`: it is driven only by the thread that created it.
+pub struct Reactor {
+    backend: Backend,
+    report: BackendReport,
+    waker: Waker,
+    _not_send: PhantomData<*const ()>,
+}
+
+macro_rules! dispatch {
+    ($self:ident, $b:ident => $e:expr) => {
+        match &mut $self.backend {
+            Backend::Epoll($b) => $e,
+            Backend::Uring($b) => $e,
+        }
+    };
+}
+
+impl Reactor {
+    pub fn new(config: &Config) -> Result<Reactor, SetupError> {
+        let wake_fd = sys::eventfd().map_err(|errno| SetupError::Sys {
+            what: "eventfd",
+            errno,
+        })?;
+        // SAFETY: eventfd just returned this fd and nothing else owns it.
+        let waker = Waker {
+            fd: Arc::new(unsafe { OwnedFd::from_raw_fd(wake_fd) }),
+        };
+        let uring_status = match config.backend {
+            BackendChoice::Epoll => Err(None),
+            BackendChoice::Auto | BackendChoice::IoUring => {
+                uring::Uring::new(config, wake_fd).map_err(Some)
+            }
+        };
+        let (backend, report) = match uring_status {
+            Ok(ring) => {
+                let report = BackendReport {
+                    epoll_mode: None,
+                    io_uring: IoUringStatus::Active(ring.setup_flags()),
+                };
+                (Backend::Uring(ring), report)
+            }
+            Err(Some(errno)) if config.backend == BackendChoice::IoUring => {
+                return Err(SetupError::IoUringUnavailable(errno))
+            }
+            Err(why) => {
+                let epoll =
+                    epoll::Epoll::new(config, wake_fd).map_err(|errno| SetupError::Sys {
+                        what: "epoll_create1",
+                        errno,
+                    })?;
+                let report = BackendReport {
+                    epoll_mode: Some(config.epoll_mode),
+                    io_uring: why.map_or(IoUringStatus::NotTried, IoUringStatus::Unavailable),
+                };
+                (Backend::Epoll(epoll), report)
+            }
+        };
+        Ok(Reactor {
+            backend,
+            report,
+            waker,
+            _not_send: PhantomData,
+        })
+    }
+
+    pub fn report(&self) -> BackendReport {
+        self.report
+    }
+
+    pub fn waker(&self) -> Waker {
+        self.waker.clone()
+    }
+
+    pub fn counts(&self) -> SyscallCounts {
+        match &self.backend {
+            Backend::Epoll(b) => b.sys.counts,
+            Backend::Uring(b) => b.sys.counts,
+        }
+    }
+
+    /// Accepts connections from a listening socket (made non-blocking here); each arrives as
+    /// [`Event::Accepted`].
+    pub fn listen(&mut self, listener: OwnedFd) -> Result<ListenerId, Errno> {
+        set_nonblocking(listener.as_raw_fd())?;
+        dispatch!(self, b => b.listen(listener))
+    }
+
+    /// Stops accepting on `id` and closes that listener.
+    pub fn unlisten(&mut self, id: ListenerId) {
+        dispatch!(self, b => b.unlisten(id))
+    }
+
+    /// Takes over an already connected socket (made non-blocking here).
+    pub fn register(&mut self, fd: OwnedFd) -> Result<Conn, Errno> {
+        set_nonblocking(fd.as_raw_fd())?;
+        Ok(dispatch!(self, b => b.register(fd)))
+    }
+
+    /// The fd behind `conn`, for socket options and diagnostics; `None` if closed.
+    pub fn fd(&self, conn: Conn) -> Option<RawFd> {
+        match &self.backend {
+            Backend::Epoll(b) => b.fd(conn),
+            Backend::Uring(b) => b.fd(conn),
+        }
+    }
+
+    /// Arms one receive into the spare capacity of `buf` (`capacity - len` bytes at most).
+    pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
+        if buf.len() == buf.capacity() {
+            return Err(Refused {
+                reason: RefuseReason::NoSpareCapacity,
+                buf,
+            });
+        }
+        dispatch!(self, b => b.arm_recv(conn, buf))
+    }
+
+    /// Sends all of `buf`; completes with [`Event::Sent`].
+    pub fn send(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
+        dispatch!(self, b => b.send(conn, buf))
+    }
+
+    /// One-shot readiness wait, completing with [`Event::Ready`]. On epoll this takes the fd
+    /// off the RX path until the next receive is armed.
+    pub fn wait_ready(&mut self, conn: Conn, interest: Interest) -> Result<(), RefuseReason> {
+        dispatch!(self, b => b.wait_ready(conn, interest))
+    }
+
+    /// Closes the connection. Armed buffers are dropped; no further events arrive for it.
+    pub fn close(&mut self, conn: Conn) {
+        dispatch!(self, b => b.close(conn))
+    }
+
+    /// Runs one loop turn: waits up to `timeout` (`None`: until something happens) and
+    /// appends completions to `events`. Returns early when completions are already pending.
+    pub fn poll(
+        &mut self,
+        events: &mut Vec<Event>,
+        timeout: Option<Duration>,
+    ) -> Result<(), Errno> {
+        dispatch!(self, b => b.poll(events, timeout))
+    }
+}
+
+pub(crate) fn set_nonblocking(fd: RawFd) -> Result<(), Errno> {
+    // SAFETY: fcntl on an fd the caller owns; no pointers involved.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+    }
+    Ok(())
+}
+
+/// Milliseconds for epoll_wait, rounded up so that a short timeout does not spin.
+pub(crate) fn timeout_ms(timeout: Option<Duration>) -> i32 {
+    match timeout {
+        None => -1,
+        Some(d) => {
+            let ms = d.as_nanos().div_ceil(1_000_000);
+            ms.min(i32::MAX as u128) as i32
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The only place the event loop makes system calls. Each wrapper bumps one counter of the
+//! reactor that owns it (plain integers: a reactor never leaves its thread), so the counts are
+//! cheap enough to stay on in release builds and are exactly what the loop did.
+
+use std::fmt;
+use std::os::fd::RawFd;
+
+/// An errno value. Small and `Copy` so that it can travel in events and setup reports.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    fn last() -> Errno {
+        Errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        )
+    }
+
+    /// The symbolic name (`EPERM`, `ENOSYS`, ...) where known, else the number.
+    pub fn name(self) -> String {
+        let known = [
+            (libc::EPERM, "EPERM"),
+            (libc::ENOSYS, "ENOSYS"),
+            (libc::ENOMEM, "ENOMEM"),
+            (libc::EINVAL, "EINVAL"),
+            (libc::EAGAIN, "EAGAIN"),
+            (libc::ECONNRESET, "ECONNRESET"),
+            (libc::EPIPE, "EPIPE"),
+            (libc::EBADF, "EBADF"),
+            (libc::ECANCELED, "ECANCELED"),
+            (libc::EEXIST, "EEXIST"),
+            (libc::ENOENT, "ENOENT"),
+            (libc::EMFILE, "EMFILE"),
+            (libc::ETIMEDOUT, "ETIMEDOUT"),
+            (libc::EACCES, "EACCES"),
+        ];
+        match known.iter().find(|(n, _)| *n == self.0) {
+            Some((_, name)) => (*name).to_string(),
+            None => format!("errno {}", self.0),
+        }
+    }
+
+    pub fn to_io(self) -> std::io::Error {
+        std::io::Error::from_raw_os_error(self.0)
+    }
+}
+
+impl fmt::Debug for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.to_io())
+    }
+}
+
+impl From<std::io::Error> for Errno {
+    fn from(e: std::io::Error) -> Errno {
+        Errno(e.raw_os_error().unwrap_or(libc::EIO))
+    }
+}
+
+macro_rules! syscalls {
+    ($($variant:ident => $name:literal,)*) => {
+        /// Every syscall the loop can make, as strace would name it (epoll_ctl split by op).
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub enum Syscall { $($variant,)* }
+
+        impl Syscall {
+            pub const ALL: &'static [Syscall] = &[$(Syscall::$variant,)*];
+            pub fn name(self) -> &'static str {
+                match self { $(Syscall::$variant => $name,)* }
+            }
+        }
+    };
+}
+
+syscalls! {
+    EpollWait => "epoll_wait",
+    EpollCtlAdd => "epoll_ctl_add",
+    EpollCtlMod => "epoll_ctl_mod",
+    EpollCtlDel => "epoll_ctl_del",
+    Recv => "recvfrom",
+    Send => "sendto",
+    Accept => "accept4",
+    Close => "close",
+    Setsockopt => "setsockopt",
+    Read => "read",
+    IoUringEnter => "io_uring_enter",
+}
+
+/// Per-reactor syscall counts. `Copy`, so a snapshot is a plain assignment.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct SyscallCounts {
+    counts: [u64; Syscall::ALL.len()],
+    /// `epoll_ctl` calls that failed with EEXIST or ENOENT (the legacy re-arm's first try).
+    pub epoll_ctl_refused: u64,
+}
+
+impl SyscallCounts {
+    pub fn get(&self, s: Syscall) -> u64 {
+        self.counts[s as usize]
+    }
+
+    pub fn epoll_ctl(&self) -> u64 {
+        self.get(Syscall::EpollCtlAdd)
+            + self.get(Syscall::EpollCtlMod)
+            + self.get(Syscall::EpollCtlDel)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// `(name, count)` for every syscall, in a fixed order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Syscall::ALL.iter().map(move |&s| (s.name(), self.get(s)))
+    }
+
+    /// The difference `self - earlier`, for measuring one stretch of a run.
+    pub fn since(&self, earlier: &SyscallCounts) -> SyscallCounts {
+        let mut out = *self;
+        for (o, e) in out.counts.iter_mut().zip(earlier.counts) {
+            *o -= e;
+        }
+        out.epoll_ctl_refused -= earlier.epoll_ctl_refused;
+        out
+    }
+
+    fn bump(&mut self, s: Syscall) {
+        self.counts[s as usize] += 1;
+    }
+}
+
+fn check(rc: libc::c_int) -> Result<libc::c_int, Errno> {
+    if rc < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn check_size(rc: isize) -> Result<usize, Errno> {
+    if rc < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// The counted syscall surface of one reactor.
+#[derive(Default)]
+pub(crate) struct Sys {
+    pub counts: SyscallCounts,
+}
+
+impl Sys {
+    pub fn epoll_wait(
+        &mut self,
+        epfd: RawFd,
+        events: &mut Vec<libc::epoll_event>,
+        timeout_ms: i32,
+    ) -> Result<(), Errno> {
+        self.counts.bump(Syscall::EpollWait);
+        events.clear();
+        // SAFETY: the kernel writes at most `capacity` events into the vector's buffer; we
+        // then expose exactly the number it reports.
+        let n = check(unsafe {
+            libc::epoll_wait(
+                epfd,
+                events.as_mut_ptr(),
+                events.capacity() as i32,
+                timeout_ms,
+            )
+        })?;
+        unsafe { events.set_len(n as usize) };
+        Ok(())
+    }
+
+    pub fn epoll_ctl(
+        &mut self,
+        epfd: RawFd,
+        op: libc::c_int,
+        fd: RawFd,
+        events: u32,
+        token: u64,
+    ) -> Result<(), Errno> {
+        self.counts.bump(match op {
+            libc::EPOLL_CTL_ADD => Syscall::EpollCtlAdd,
+            libc::EPOLL_CTL_MOD => Syscall::EpollCtlMod,
+            _ => Syscall::EpollCtlDel,
+        });
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: `ev` is a valid epoll_event for the duration of the call.
+        let r = check(unsafe { libc::epoll_ctl(epfd, op, fd, &mut ev) }).map(drop);
+        if let Err(Errno(libc::EEXIST | libc::ENOENT)) = r {
+            self.counts.epoll_ctl_refused += 1;
+        }
+        r
+    }
+
+    /// recv into the spare capacity of `buf`, extending its length by what arrived.
+    pub fn recv(&mut self, fd: RawFd, buf: &mut Vec<u8>) -> Result<usize, Errno> {
+        self.counts.bump(Syscall::Recv);
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: the kernel writes at most `spare.len()` bytes into the spare capacity.
+        let n = check_size(unsafe {
+            libc::recv(
+                fd,
+                spare.as_mut_ptr().cast(),
+                spare.len(),
+                libc::MSG_DONTWAIT,
+            )
+        })?;
+        // SAFETY: those `n` bytes are now initialised.
+        unsafe { buf.set_len(buf.len() + n) };
+        Ok(n)
+    }
+
+    pub fn send(&mut self, fd: RawFd, data: &[u8]) -> Result<usize, Errno> {
+        self.counts.bump(Syscall::Send);
+        // SAFETY: `data` is valid for reads of its length.
+        check_size(unsafe {
+            libc::send(
+                fd,
+                data.as_ptr().cast(),
+                data.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        })
+    }
+
+    pub fn accept(&mut self, listener: RawFd) -> Result<RawFd, Errno> {
+        self.counts.bump(Syscall::Accept);
+        // SAFETY: null address pointers are allowed by accept4.
+        check(unsafe {
+            libc::accept4(
+                listener,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            )
+        })
+    }
+
+    pub fn close(&mut self, fd: RawFd) {
+        self.counts.bump(Syscall::Close);
+        // SAFETY: the caller gives up ownership of `fd`. close's error is not actionable
+        // here: the fd is released either way on Linux.
+        unsafe { libc::close(fd) };
+    }
+
+    pub fn set_nodelay(&mut self, fd: RawFd) -> Result<(), Errno> {
+        self.counts.bump(Syscall::Setsockopt);
+        let one: libc::c_int = 1;
+        // SAFETY: option value points to a live c_int of the size given.
+        check(unsafe {
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })
+        .map(drop)
+    }
+
+    /// Drains an eventfd (the waker).
+    pub fn read_eventfd(&mut self, fd: RawFd) {
+        self.counts.bump(Syscall::Read);
+        let mut v = 0u64;
+        // SAFETY: an eventfd read writes exactly 8 bytes into `v`. EAGAIN (nothing pending)
+        // is fine: the wake was already consumed.
+        unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    }
+
+    pub fn count_io_uring_enter(&mut self) {
+        self.counts.bump(Syscall::IoUringEnter);
+    }
+}
+
+/// An eventfd; creation and `wake` are not counted (setup, and another thread's work).
+pub(crate) fn eventfd() -> Result<RawFd, Errno> {
+    // SAFETY: plain syscall.
+    check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })
+}

@@ -1,0 +1,474 @@
+//! The io_uring backend: accepts, receives, sends, readiness waits, closes and the waker are
+//! all SQEs; each `poll` is one `io_uring_enter` that submits what the last turn queued and
+//! waits for at least one completion.
+//!
+//! Buffer invariant (the reason for the unsafe blocks): an SQE only ever points into a buffer
+//! owned by a slab entry (or by the reactor, for the waker), and that buffer is neither touched
+//! nor dropped until the SQE's completion is reaped. A closed connection's entry therefore stays
+//! in the slab, marked closed, until its last in-flight operation completes.
+
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use crate::fdtable;
+use crate::slab::Slab;
+use crate::sys::{Errno, Sys};
+use crate::{Config, Conn, Event, Interest, ListenerId, Recv, RefuseReason, Refused};
+
+const OP_RECV: u64 = 1;
+const OP_SEND: u64 = 2;
+const OP_POLL: u64 = 3;
+const OP_ACCEPT: u64 = 4;
+const OP_WAKE: u64 = 5;
+/// Cancels and closes: their completions carry nothing to act on.
+const OP_IGNORE: u64 = 6;
+
+fn user_data(op: u64, slot: u32) -> u64 {
+    (op << 56) | u64::from(slot)
+}
+
+type Setup = fn(&mut io_uring::Builder);
+
+/// Setup flag sets, newest first; each is dropped when the kernel answers EINVAL.
+const SETUPS: [(&str, Setup); 3] = [
+    ("defer_taskrun+single_issuer", |b| {
+        b.setup_defer_taskrun().setup_single_issuer();
+    }),
+    ("coop_taskrun", |b| {
+        b.setup_coop_taskrun();
+    }),
+    ("plain", |_| {}),
+];
+
+struct UConn {
+    /// `None` once the close is queued.
+    fd: Option<OwnedFd>,
+    recv: Option<Vec<u8>>,
+    send: Option<(Vec<u8>, usize)>,
+    want: Interest,
+    in_flight: u32,
+}
+
+pub(crate) struct Uring {
+    ring: IoUring,
+    setup_flags: &'static str,
+    nodelay: bool,
+    conns: Slab<UConn>,
+    listeners: Vec<Option<OwnedFd>>,
+    /// Multishot accept unsupported (kernel < 5.19): one Accept SQE per connection.
+    single_accept: bool,
+    wake_fd: RawFd,
+    wake_buf: Box<u64>,
+    pending: Vec<Event>,
+    cqes: Vec<(u64, i32, u32)>,
+    pub sys: Sys,
+}
+
+impl Uring {
+    pub fn new(config: &Config, wake_fd: RawFd) -> Result<Uring, Errno> {
+        let mut last = Errno(libc::EINVAL);
+        for (name, apply) in SETUPS {
+            let mut builder = IoUring::builder();
+            builder.setup_cqsize(config.ring_entries.saturating_mul(4));
+            apply(&mut builder);
+            match builder.build(config.ring_entries) {
+                Ok(ring) => {
+                    let mut uring = Uring {
+                        ring,
+                        setup_flags: name,
+                        nodelay: config.nodelay,
+                        conns: Slab::new(),
+                        listeners: Vec::new(),
+                        single_accept: false,
+                        wake_fd,
+                        wake_buf: Box::new(0),
+                        pending: Vec::new(),
+                        cqes: Vec::with_capacity(256),
+                        sys: Sys::default(),
+                    };
+                    uring.arm_wake();
+                    return Ok(uring);
+                }
+                Err(e) => {
+                    last = e.into();
+                    if last.0 != libc::EINVAL {
+                        break; // EPERM, ENOSYS, ENOMEM: no flag set will help
+                    }
+                }
+            }
+        }
+        Err(last)
+    }
+
+    pub fn setup_flags(&self) -> &'static str {
+        self.setup_flags
+    }
+
+    fn push(&mut self, sqe: squeue::Entry) {
+        loop {
+            // SAFETY: see the module's buffer invariant; every caller upholds it.
+            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
+                return;
+            }
+            // Submission queue full: hand it to the kernel now.
+            self.sys.count_io_uring_enter();
+            if let Err(e) = self.ring.submit() {
+                if e.raw_os_error() == Some(libc::EBUSY) {
+                    self.reap(); // completion queue full: make room first
+                }
+            }
+        }
+    }
+
+    fn arm_wake(&mut self) {
+        let buf: *mut u64 = &mut *self.wake_buf;
+        let sqe = opcode::Read::new(types::Fd(self.wake_fd), buf.cast(), 8)
+            .build()
+            .user_data(user_data(OP_WAKE, 0));
+        self.push(sqe);
+    }
+
+    fn arm_accept(&mut self, index: u32) {
+        let Some(Some(listener)) = self.listeners.get(index as usize) else {
+            return;
+        };
+        let fd = types::Fd(listener.as_raw_fd());
+        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        let sqe = if self.single_accept {
+            opcode::Accept::new(fd, std::ptr::null_mut(), std::ptr::null_mut())
+                .flags(flags)
+                .build()
+        } else {
+            opcode::AcceptMulti::new(fd).flags(flags).build()
+        };
+        self.push(sqe.user_data(user_data(OP_ACCEPT, index)));
+    }
+
+    pub fn listen(&mut self, listener: OwnedFd) -> Result<ListenerId, Errno> {
+        let index = self.listeners.len() as u32;
+        self.listeners.push(Some(listener));
+        self.arm_accept(index);
+        Ok(ListenerId(index))
+    }
+
+    pub fn unlisten(&mut self, id: ListenerId) {
+        if let Some(fd) = self.listeners.get_mut(id.0 as usize).and_then(Option::take) {
+            let cancel = opcode::AsyncCancel::new(user_data(OP_ACCEPT, id.0))
+                .build()
+                .user_data(user_data(OP_IGNORE, 0));
+            self.push(cancel);
+            let close = opcode::Close::new(types::Fd(fd.into_raw_fd()))
+                .build()
+                .user_data(user_data(OP_IGNORE, 0));
+            self.push(close);
+        }
+    }
+
+    pub fn register(&mut self, fd: OwnedFd) -> Conn {
+        // The hint table belongs to epoll, but a fresh generation per connection keeps it
+        // truthful for any epoll reactor that later sees this fd number.
+        fdtable::reset(fd.as_raw_fd());
+        self.conns.insert(UConn {
+            fd: Some(fd),
+            recv: None,
+            send: None,
+            want: Interest::default(),
+            in_flight: 0,
+        })
+    }
+
+    fn open(&mut self, conn: Conn) -> Option<(&mut UConn, RawFd)> {
+        let c = self.conns.get_mut(conn)?;
+        let fd = c.fd.as_ref()?.as_raw_fd();
+        Some((c, fd))
+    }
+
+    pub fn fd(&self, conn: Conn) -> Option<RawFd> {
+        self.conns.get(conn)?.fd.as_ref().map(|f| f.as_raw_fd())
+    }
+
+    pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
+        let Some((c, fd)) = self.open(conn) else {
+            return Err(Refused {
+                reason: RefuseReason::Stale,
+                buf,
+            });
+        };
+        if c.recv.is_some() {
+            return Err(Refused {
+                reason: RefuseReason::RecvArmed,
+                buf,
+            });
+        }
+        let buf = c.recv.insert(buf);
+        let spare = buf.spare_capacity_mut();
+        let len = spare.len().min(u32::MAX as usize) as u32;
+        let sqe = opcode::Recv::new(types::Fd(fd), spare.as_mut_ptr().cast(), len)
+            .build()
+            .user_data(user_data(OP_RECV, conn.slot));
+        c.in_flight += 1;
+        self.push(sqe);
+        Ok(())
+    }
+
+    fn submit_send(&mut self, conn: Conn) {
+        let Some((c, fd)) = self.open(conn) else {
+            return;
+        };
+        let (buf, off) = c.send.as_ref().expect("send pending");
+        let rest = &buf[*off..];
+        let len = rest.len().min(u32::MAX as usize) as u32;
+        let sqe = opcode::Send::new(types::Fd(fd), rest.as_ptr(), len)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(user_data(OP_SEND, conn.slot));
+        c.in_flight += 1;
+        self.push(sqe);
+    }
+
+    pub fn send(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
+        let Some((c, _)) = self.open(conn) else {
+            return Err(Refused {
+                reason: RefuseReason::Stale,
+                buf,
+            });
+        };
+        if c.send.is_some() {
+            return Err(Refused {
+                reason: RefuseReason::SendInFlight,
+                buf,
+            });
+        }
+        if buf.is_empty() {
+            self.pending.push(Event::Sent {
+                conn,
+                buf,
+                result: Ok(()),
+            });
+            return Ok(());
+        }
+        c.send = Some((buf, 0));
+        self.submit_send(conn);
+        Ok(())
+    }
+
+    pub fn wait_ready(&mut self, conn: Conn, interest: Interest) -> Result<(), RefuseReason> {
+        let (c, fd) = self.open(conn).ok_or(RefuseReason::Stale)?;
+        c.want.readable |= interest.readable;
+        c.want.writable |= interest.writable;
+        let mut mask = 0;
+        if c.want.readable {
+            mask |= libc::POLLIN | libc::POLLRDHUP;
+        }
+        if c.want.writable {
+            mask |= libc::POLLOUT;
+        }
+        let sqe = opcode::PollAdd::new(types::Fd(fd), mask as u32)
+            .build()
+            .user_data(user_data(OP_POLL, conn.slot));
+        c.in_flight += 1;
+        self.push(sqe);
+        Ok(())
+    }
+
+    pub fn close(&mut self, conn: Conn) {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        let Some(fd) = c.fd.take() else {
+            return;
+        };
+        let mut cancels = Vec::new();
+        if c.recv.is_some() {
+            cancels.push(OP_RECV);
+        }
+        if c.send.is_some() {
+            cancels.push(OP_SEND);
+        }
+        if !c.want.is_empty() {
+            cancels.push(OP_POLL);
+        }
+        let idle = c.in_flight == 0;
+        for op in cancels {
+            let sqe = opcode::AsyncCancel::new(user_data(op, conn.slot))
+                .build()
+                .user_data(user_data(OP_IGNORE, 0));
+            self.push(sqe);
+        }
+        // In-flight operations hold their own reference to the socket, so closing the number
+        // now is safe; their completions (ECANCELED, usually) release the slot.
+        let sqe = opcode::Close::new(types::Fd(fd.into_raw_fd()))
+            .build()
+            .user_data(user_data(OP_IGNORE, 0));
+        self.push(sqe);
+        if idle {
+            self.conns.remove(conn);
+        }
+    }
+
+    pub fn poll(&mut self, out: &mut Vec<Event>, timeout: Option<Duration>) -> Result<(), Errno> {
+        let wait = if self.pending.is_empty() {
+            timeout
+        } else {
+            Some(Duration::ZERO)
+        };
+        self.sys.count_io_uring_enter();
+        let submitter = self.ring.submitter();
+        let result = match wait {
+            None => submitter.submit_and_wait(1),
+            Some(d) => {
+                let ts = types::Timespec::from(d);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                submitter.submit_with_args(1, &args)
+            }
+        };
+        match result.map_err(Errno::from) {
+            Ok(_) | Err(Errno(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+            Err(e) => return Err(e),
+        }
+        self.reap();
+        out.append(&mut self.pending);
+        Ok(())
+    }
+
+    fn reap(&mut self) {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.extend(
+            self.ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags())),
+        );
+        for &(ud, res, flags) in &cqes {
+            let slot = ud as u32;
+            match ud >> 56 {
+                OP_RECV => self.on_recv(slot, res),
+                OP_SEND => self.on_send(slot, res),
+                OP_POLL => self.on_poll(slot, res),
+                OP_ACCEPT => self.on_accept(slot, res, flags),
+                OP_WAKE => {
+                    self.pending.push(Event::Woken);
+                    self.arm_wake();
+                }
+                _ => {}
+            }
+        }
+        cqes.clear();
+        self.cqes = cqes;
+    }
+
+    /// The connection an operation on `slot` belongs to, with its in-flight count already
+    /// decremented; `None` (and the slot released when idle) if it was closed meanwhile.
+    fn completed(&mut self, slot: u32) -> Option<Conn> {
+        let conn = self.conns.handle(slot)?;
+        let c = self.conns.get_mut(conn)?;
+        c.in_flight -= 1;
+        if c.fd.is_some() {
+            return Some(conn);
+        }
+        if c.in_flight == 0 {
+            self.conns.remove(conn); // drops the buffers: the kernel is done with them
+        }
+        None
+    }
+
+    fn on_recv(&mut self, slot: u32, res: i32) {
+        let Some(conn) = self.completed(slot) else {
+            return;
+        };
+        let c = self.conns.get_mut(conn).expect("open");
+        let result = match res {
+            0 => Recv::Eof,
+            n if n > 0 => {
+                let buf = c.recv.as_mut().expect("armed");
+                // SAFETY: the kernel wrote exactly `n` bytes into the spare capacity this
+                // receive pointed at (module invariant: the buffer was untouched meanwhile).
+                unsafe { buf.set_len(buf.len() + n as usize) };
+                Recv::Data(n as usize)
+            }
+            e if -e == libc::EAGAIN || -e == libc::EINTR => {
+                let buf = c.recv.take().expect("armed");
+                let _ = self.arm_recv(conn, buf);
+                return;
+            }
+            e => Recv::Error(Errno(-e)),
+        };
+        let buf = c.recv.take().expect("armed");
+        self.pending.push(Event::Received { conn, buf, result });
+    }
+
+    fn on_send(&mut self, slot: u32, res: i32) {
+        let Some(conn) = self.completed(slot) else {
+            return;
+        };
+        let c = self.conns.get_mut(conn).expect("open");
+        let (buf, off) = c.send.as_mut().expect("send pending");
+        let result = match res {
+            n if n >= 0 => {
+                *off += n as usize;
+                if *off < buf.len() {
+                    self.submit_send(conn);
+                    return;
+                }
+                Ok(())
+            }
+            e if -e == libc::EAGAIN || -e == libc::EINTR => {
+                self.submit_send(conn);
+                return;
+            }
+            e => Err(Errno(-e)),
+        };
+        let (buf, _) = c.send.take().expect("send pending");
+        self.pending.push(Event::Sent { conn, buf, result });
+    }
+
+    fn on_poll(&mut self, slot: u32, res: i32) {
+        let Some(conn) = self.completed(slot) else {
+            return;
+        };
+        let c = self.conns.get_mut(conn).expect("open");
+        // An error result still means "go and look": the caller's next call sees the error.
+        let bits = if res < 0 { -1 } else { res };
+        let hangup = bits & (libc::POLLHUP | libc::POLLERR) as i32 != 0;
+        let ready = Interest {
+            readable: c.want.readable
+                && (hangup || bits & (libc::POLLIN | libc::POLLRDHUP) as i32 != 0),
+            writable: c.want.writable && (hangup || bits & libc::POLLOUT as i32 != 0),
+        };
+        c.want.readable &= !ready.readable;
+        c.want.writable &= !ready.writable;
+        if !ready.is_empty() {
+            self.pending.push(Event::Ready { conn, ready });
+        }
+    }
+
+    fn on_accept(&mut self, index: u32, res: i32, flags: u32) {
+        let listening = matches!(self.listeners.get(index as usize), Some(Some(_)));
+        if res >= 0 {
+            // SAFETY: a successful accept completion carries a new fd that nothing else owns.
+            let fd: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(res) };
+            if !listening {
+                return; // raced with unlisten: drop (close) it
+            }
+            if self.nodelay {
+                let _ = self.sys.set_nodelay(fd.as_raw_fd());
+            }
+            let conn = self.register(fd);
+            self.pending.push(Event::Accepted {
+                listener: ListenerId(index),
+                conn,
+            });
+        } else if -res == libc::EINVAL && !self.single_accept {
+            self.single_accept = true; // kernel without multishot accept
+        } else if listening && -res != libc::ECANCELED {
+            self.pending.push(Event::AcceptFailed {
+                listener: ListenerId(index),
+                error: Errno(-res),
+            });
+        }
+        if listening && (self.single_accept || !cqueue::more(flags)) {
+            self.arm_accept(index);
+        }
+    }
+}

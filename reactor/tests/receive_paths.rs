@@ -1,0 +1,274 @@
+//! The receive contract on every backend, and what each epoll mode costs in epoll_ctl.
+
+mod common;
+
+use std::io::Read;
+use std::time::Duration;
+
+use common::*;
+use reactor::fdtable::{self, Registration};
+use reactor::{EpollMode, Errno, Event, Interest, Reactor, Recv, Syscall};
+
+#[test]
+fn keep_alive_receives_cost_0_1_or_2_epoll_ctl_by_mode() {
+    for (mode, per_receive) in [
+        (EpollMode::Rx, 0),
+        (EpollMode::Oneshot, 1),
+        (EpollMode::Legacy, 2),
+    ] {
+        let mut r = Reactor::new(&epoll(mode)).unwrap();
+        let (conn, mut client) = pair(&mut r);
+        r.arm_recv(conn, Vec::with_capacity(64)).unwrap();
+        write_all(&mut client, b"first");
+        let (mut buf, res) = next_recv(&mut r, conn);
+        assert_eq!(res, Recv::Data(5));
+        let after_first = r.counts();
+        for i in 0..200u32 {
+            buf.clear();
+            r.arm_recv(conn, buf).unwrap();
+            let msg = format!("request {i}");
+            write_all(&mut client, msg.as_bytes());
+            let (b, res) = next_recv(&mut r, conn);
+            assert_eq!(res, Recv::Data(msg.len()), "{mode}");
+            assert_eq!(b, msg.as_bytes(), "{mode}");
+            buf = b;
+        }
+        let d = r.counts().since(&after_first);
+        assert_eq!(d.epoll_ctl(), 200 * per_receive, "{mode}: {d:?}");
+        if mode == EpollMode::Legacy {
+            assert_eq!(d.epoll_ctl_refused, 200, "legacy: every ADD meets EEXIST");
+        } else {
+            assert_eq!(
+                d.epoll_ctl_refused, 0,
+                "{mode}: the hint avoids refused calls"
+            );
+        }
+        // A short read means drained: never an extra recv that returns EAGAIN.
+        assert_eq!(d.get(Syscall::Recv), 200, "{mode}: {d:?}");
+    }
+}
+
+#[test]
+fn io_uring_receives_make_no_epoll_or_recv_syscalls() {
+    let (_, config) = all_configs().remove(0);
+    let mut r = Reactor::new(&config).unwrap();
+    assert_eq!(r.report().backend(), "io_uring");
+    let (conn, mut client) = pair(&mut r);
+    let mut buf = Vec::with_capacity(64);
+    for i in 0..50u32 {
+        r.arm_recv(conn, buf).unwrap();
+        write_all(&mut client, format!("req {i}").as_bytes());
+        let (b, res) = next_recv(&mut r, conn);
+        assert!(matches!(res, Recv::Data(_)));
+        buf = b;
+        buf.clear();
+    }
+    let c = r.counts();
+    assert_eq!(c.epoll_ctl() + c.get(Syscall::EpollWait), 0);
+    assert_eq!(c.get(Syscall::Recv) + c.get(Syscall::Send), 0);
+    assert!(c.get(Syscall::IoUringEnter) > 0);
+}
+
+#[test]
+fn hundred_bytes_through_a_ten_byte_buffer_without_new_edges() {
+    let payload: Vec<u8> = (0..100u8).collect();
+    for (name, config) in all_configs() {
+        let mut r = Reactor::new(&config).unwrap();
+        let (conn, mut client) = pair(&mut r);
+        // All bytes are in the socket before the first arm: one edge at most.
+        write_all(&mut client, &payload);
+        std::thread::sleep(Duration::from_millis(20));
+        let mut got = Vec::new();
+        while got.len() < payload.len() {
+            r.arm_recv(conn, Vec::with_capacity(10)).unwrap();
+            let (buf, res) = next_recv(&mut r, conn);
+            assert!(matches!(res, Recv::Data(n) if n <= 10), "{name}: {res:?}");
+            got.extend_from_slice(&buf);
+        }
+        assert_eq!(got, payload, "{name}");
+    }
+}
+
+#[test]
+fn bytes_that_arrive_while_nothing_is_armed_reach_the_next_arm() {
+    for (name, config) in all_configs() {
+        let mut r = Reactor::new(&config).unwrap();
+        let (conn, mut client) = pair(&mut r);
+        r.arm_recv(conn, Vec::with_capacity(16)).unwrap();
+        write_all(&mut client, b"one");
+        let (mut buf, _) = next_recv(&mut r, conn);
+        // Nothing armed now; the edge for "two" is consumed by these polls.
+        write_all(&mut client, b"two");
+        let idle = poll_for(&mut r, Duration::from_millis(60));
+        assert!(idle.is_empty(), "{name}: {idle:?}");
+        buf.clear();
+        r.arm_recv(conn, buf).unwrap();
+        let (buf, res) = next_recv(&mut r, conn);
+        assert_eq!(
+            (buf.as_slice(), res),
+            (&b"two"[..], Recv::Data(3)),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_oneshot_wait_takes_the_fd_over_and_an_rx_arm_registers_it_again() {
+    let mut r = Reactor::new(&epoll(EpollMode::Rx)).unwrap();
+    let (conn, mut client) = pair(&mut r);
+    let fd = r.fd(conn).unwrap();
+    r.arm_recv(conn, Vec::with_capacity(16)).unwrap();
+    write_all(&mut client, b"a");
+    let (mut buf, _) = next_recv(&mut r, conn);
+    assert_eq!(fdtable::get(fd).registration, Registration::Rx);
+
+    let before = r.counts();
+    r.wait_ready(conn, Interest::READABLE).unwrap();
+    assert_eq!(fdtable::get(fd).registration, Registration::Oneshot);
+    write_all(&mut client, b"b");
+    let ev = poll_until(&mut r, "readiness", |ev| !ev.is_empty());
+    assert!(
+        matches!(ev[..], [Event::Ready { ready, .. }] if ready.readable),
+        "{ev:?}"
+    );
+
+    // The RX arm registers edge-triggered again; "b", announced by the edge the one-shot
+    // consumed, is still delivered.
+    buf.clear();
+    r.arm_recv(conn, buf).unwrap();
+    assert_eq!(fdtable::get(fd).registration, Registration::Rx);
+    let (mut buf, res) = next_recv(&mut r, conn);
+    assert_eq!((buf.as_slice(), res), (&b"b"[..], Recv::Data(1)));
+    assert_eq!(r.counts().since(&before).epoll_ctl(), 2, "one MOD each way");
+
+    // And it is back to zero epoll_ctl per receive.
+    let back = r.counts();
+    for _ in 0..10 {
+        buf.clear();
+        r.arm_recv(conn, buf).unwrap();
+        write_all(&mut client, b"c");
+        buf = next_recv(&mut r, conn).0;
+    }
+    assert_eq!(r.counts().since(&back).epoll_ctl(), 0);
+}
+
+#[test]
+fn eof_is_delivered_exactly_once() {
+    for (name, config) in all_configs() {
+        let mut r = Reactor::new(&config).unwrap();
+        let (conn, mut client) = pair(&mut r);
+        write_all(&mut client, b"bye");
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut data = Vec::new();
+        let mut eofs = 0;
+        let mut buf = Vec::with_capacity(2);
+        loop {
+            r.arm_recv(conn, buf).unwrap();
+            let (b, res) = next_recv(&mut r, conn);
+            match res {
+                Recv::Data(_) => data.extend_from_slice(&b),
+                Recv::Eof => {
+                    eofs += 1;
+                    break;
+                }
+                Recv::Error(e) => panic!("{name}: {e}"),
+            }
+            buf = Vec::with_capacity(2);
+        }
+        assert_eq!(data, b"bye", "{name}");
+        assert_eq!(eofs, 1);
+        let after = poll_for(&mut r, Duration::from_millis(60));
+        assert!(after.is_empty(), "{name}: nothing after EOF, got {after:?}");
+        // The connection still works for sending after the peer's half-close.
+        r.send(conn, b"still here".to_vec()).unwrap();
+        let ev = poll_until(&mut r, "send", |ev| !ev.is_empty());
+        assert!(
+            matches!(ev[..], [Event::Sent { result: Ok(()), .. }]),
+            "{name}: {ev:?}"
+        );
+        let mut reply = [0u8; 10];
+        client.read_exact(&mut reply).unwrap();
+        assert_eq!(&reply, b"still here");
+    }
+}
+
+#[test]
+fn a_peer_reset_is_delivered_exactly_once() {
+    for (name, config) in all_configs() {
+        let mut r = Reactor::new(&config).unwrap();
+        let (conn, client) = pair(&mut r);
+        r.arm_recv(conn, Vec::with_capacity(16)).unwrap();
+        reset(client);
+        let (_, res) = next_recv(&mut r, conn);
+        assert_eq!(res, Recv::Error(Errno(libc::ECONNRESET)), "{name}");
+        let after = poll_for(&mut r, Duration::from_millis(60));
+        assert!(after.is_empty(), "{name}: {after:?}");
+        r.close(conn);
+    }
+}
+
+#[test]
+fn sends_larger_than_the_socket_buffer_complete_in_order() {
+    let payload: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+    for (name, config) in all_configs() {
+        let mut r = Reactor::new(&config).unwrap();
+        let (conn, mut client) = pair(&mut r);
+        let expected = payload.clone();
+        let reader = std::thread::spawn(move || {
+            let mut got = vec![0u8; expected.len()];
+            client.read_exact(&mut got).unwrap();
+            got == expected
+        });
+        r.send(conn, payload.clone()).unwrap();
+        let ev = poll_until(&mut r, "big send", |ev| !ev.is_empty());
+        assert!(
+            matches!(ev[..], [Event::Sent { result: Ok(()), .. }]),
+            "{name}: {ev:?}"
+        );
+        assert!(reader.join().unwrap(), "{name}: bytes differ");
+    }
+}
+
+#[test]
+fn misuse_is_refused_and_the_buffer_comes_back() {
+    for (name, config) in all_configs() {
+        let mut r = Reactor::new(&config).unwrap();
+        let (conn, _client) = pair(&mut r);
+        let full = Vec::with_capacity(0);
+        let refused = r.arm_recv(conn, full).unwrap_err();
+        assert_eq!(
+            refused.reason,
+            reactor::RefuseReason::NoSpareCapacity,
+            "{name}"
+        );
+        r.arm_recv(conn, Vec::with_capacity(8)).unwrap();
+        let mut second = vec![7u8];
+        second.reserve(8);
+        let refused = r.arm_recv(conn, second).unwrap_err();
+        assert_eq!(refused.reason, reactor::RefuseReason::RecvArmed, "{name}");
+        assert_eq!(refused.buf[0], 7);
+        r.close(conn);
+        let refused = r.send(conn, b"x".to_vec()).unwrap_err();
+        assert_eq!(refused.reason, reactor::RefuseReason::Stale, "{name}");
+        assert!(r.fd(conn).is_none());
+    }
+}
+
+#[test]
+fn a_waker_on_another_thread_wakes_a_blocked_poll() {
+    for (name, config) in all_configs() {
+        let mut r = Reactor::new(&config).unwrap();
+        let waker = r.waker();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            waker.wake();
+        });
+        let mut events = Vec::new();
+        // No timeout: only the wake can end this poll.
+        while events.is_empty() {
+            r.poll(&mut events, None).unwrap();
+        }
+        assert!(matches!(events[..], [Event::Woken]), "{name}: {events:?}");
+        t.join().unwrap();
+    }
+}
