@@ -199,6 +199,12 @@ impl Epoll {
         Ok(())
     }
 
+    pub fn shutdown_write(&mut self, conn: Conn) {
+        if let Some(c) = self.conns.get(conn) {
+            let _ = self.sys.shutdown_write(c.fd.as_raw_fd());
+        }
+    }
+
     pub fn close(&mut self, conn: Conn) {
         if let Some(c) = self.conns.remove(conn) {
             // The last close of the file removes it from the epoll set: no DEL needed.

@@ -440,6 +440,13 @@ impl Reactor {
         dispatch!(self, b => b.wait_ready(conn, interest))
     }
 
+    /// Sends a FIN (`shutdown(SHUT_WR)`); receiving goes on, so a server can read what the
+    /// client still sends before closing (lingering close). Call it once the last
+    /// [`Event::Sent`] arrived: io_uring may run it before a send still in flight.
+    pub fn shutdown_write(&mut self, conn: Conn) {
+        dispatch!(self, b => b.shutdown_write(conn))
+    }
+
     /// Closes the connection. Armed buffers are dropped; no further events arrive for it.
     pub fn close(&mut self, conn: Conn) {
         dispatch!(self, b => b.close(conn))

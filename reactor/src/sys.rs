@@ -89,6 +89,7 @@ syscalls! {
     Send => "sendto",
     Accept => "accept4",
     Close => "close",
+    Shutdown => "shutdown",
     Setsockopt => "setsockopt",
     Read => "read",
     IoUringEnter => "io_uring_enter",
@@ -253,6 +254,12 @@ impl Sys {
         // SAFETY: the caller gives up ownership of `fd`. close's error is not actionable
         // here: the fd is released either way on Linux.
         unsafe { libc::close(fd) };
+    }
+
+    pub fn shutdown_write(&mut self, fd: RawFd) -> Result<(), Errno> {
+        self.counts.bump(Syscall::Shutdown);
+        // SAFETY: plain syscall on an fd the caller owns.
+        check(unsafe { libc::shutdown(fd, libc::SHUT_WR) }).map(drop)
     }
 
     pub fn set_nodelay(&mut self, fd: RawFd) -> Result<(), Errno> {

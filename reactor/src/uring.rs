@@ -273,6 +273,15 @@ impl Uring {
         Ok(())
     }
 
+    pub fn shutdown_write(&mut self, conn: Conn) {
+        if let Some((_, fd)) = self.open(conn) {
+            let sqe = opcode::Shutdown::new(types::Fd(fd), libc::SHUT_WR)
+                .build()
+                .user_data(user_data(OP_IGNORE, 0));
+            self.push(sqe);
+        }
+    }
+
     pub fn close(&mut self, conn: Conn) {
         let Some(c) = self.conns.get_mut(conn) else {
             return;

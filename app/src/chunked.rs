@@ -1,0 +1,183 @@
+//! Skips a chunked request body (RFC 9112 §7.1) without keeping it: the contract ignores
+//! bodies, but the next pipelined request starts right after this one's last chunk.
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum ChunkError {
+    Malformed,
+    TooLarge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Hex digits of a chunk size; `digits` counts them.
+    Size,
+    /// Chunk extension, ignored up to its CR.
+    Extension,
+    SizeLf,
+    Data,
+    DataCr,
+    DataLf,
+    /// Start of a trailer line, or of the final empty line.
+    TrailerStart,
+    TrailerLine,
+    TrailerLf,
+    FinalLf,
+    Done,
+}
+
+#[derive(Debug)]
+pub struct Chunked {
+    state: State,
+    size: u64,
+    digits: u32,
+    total: u64,
+    limit: u64,
+}
+
+impl Chunked {
+    /// A body whose chunk data may total at most `limit` bytes.
+    pub fn new(limit: u64) -> Chunked {
+        Chunked {
+            state: State::Size,
+            size: 0,
+            digits: 0,
+            total: 0,
+            limit,
+        }
+    }
+
+    /// Consumes body bytes from `input`. Returns how many it used and whether the body ended
+    /// (then the rest of `input` belongs to the next request).
+    pub fn feed(&mut self, input: &[u8]) -> Result<(usize, bool), ChunkError> {
+        let mut i = 0;
+        while i < input.len() {
+            let b = input[i];
+            self.state = match self.state {
+                State::Size => match b {
+                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                        let digit = (b as char).to_digit(16).expect("hex") as u64;
+                        self.digits += 1;
+                        if self.digits > 15 {
+                            return Err(ChunkError::TooLarge);
+                        }
+                        self.size = self.size * 16 + digit;
+                        State::Size
+                    }
+                    _ if self.digits == 0 => return Err(ChunkError::Malformed),
+                    b';' | b' ' | b'\t' => State::Extension,
+                    b'\r' => State::SizeLf,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::Extension => match b {
+                    b'\r' => State::SizeLf,
+                    _ => State::Extension,
+                },
+                State::SizeLf => match b {
+                    b'\n' if self.size == 0 => State::TrailerStart,
+                    b'\n' => {
+                        self.total += self.size;
+                        if self.total > self.limit {
+                            return Err(ChunkError::TooLarge);
+                        }
+                        State::Data
+                    }
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::Data => {
+                    let take = self.size.min((input.len() - i) as u64);
+                    self.size -= take;
+                    i += take as usize;
+                    if self.size == 0 {
+                        self.state = State::DataCr;
+                    }
+                    continue;
+                }
+                State::DataCr => match b {
+                    b'\r' => State::DataLf,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::DataLf => match b {
+                    b'\n' => {
+                        self.digits = 0;
+                        State::Size
+                    }
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::TrailerStart => match b {
+                    b'\r' => State::FinalLf,
+                    _ => State::TrailerLine,
+                },
+                State::TrailerLine => match b {
+                    b'\r' => State::TrailerLf,
+                    _ => State::TrailerLine,
+                },
+                State::TrailerLf => match b {
+                    b'\n' => State::TrailerStart,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::FinalLf => match b {
+                    b'\n' => State::Done,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::Done => unreachable!("left the loop"),
+            };
+            i += 1;
+            if self.state == State::Done {
+                return Ok((i, true));
+            }
+        }
+        Ok((i, false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skip_all(body: &[u8], split: usize) -> Result<usize, ChunkError> {
+        let mut c = Chunked::new(1 << 20);
+        let mut pos = 0;
+        for piece in body.chunks(split) {
+            let (used, done) = c.feed(piece)?;
+            pos += used;
+            if done {
+                return Ok(pos);
+            }
+            assert_eq!(used, piece.len());
+        }
+        Err(ChunkError::Malformed) // never ended
+    }
+
+    #[test]
+    fn ends_exactly_after_the_last_chunk_however_it_is_split() {
+        let body = b"4\r\nWiki\r\n5;ext=1\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-Trailer: 1\r\n\r\n";
+        let mut with_next = body.to_vec();
+        with_next.extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+        for split in 1..=with_next.len() {
+            let mut c = Chunked::new(1 << 20);
+            let mut pos = 0;
+            'outer: for piece in with_next.chunks(split) {
+                let (used, done) = c.feed(piece).unwrap();
+                pos += used;
+                if done {
+                    break 'outer;
+                }
+            }
+            assert_eq!(pos, body.len(), "split {split}");
+        }
+    }
+
+    #[test]
+    fn empty_body_and_errors() {
+        assert_eq!(skip_all(b"0\r\n\r\n", 1), Ok(5));
+        assert_eq!(skip_all(b"x\r\n", 3), Err(ChunkError::Malformed));
+        assert_eq!(skip_all(b"\r\n", 3), Err(ChunkError::Malformed));
+        assert_eq!(skip_all(b"3\r\nabcX", 8), Err(ChunkError::Malformed));
+        assert_eq!(
+            skip_all(b"ffffffffffffffff\r\n", 30),
+            Err(ChunkError::TooLarge)
+        );
+        let mut c = Chunked::new(10);
+        assert_eq!(c.feed(b"b\r\n"), Err(ChunkError::TooLarge));
+    }
+}

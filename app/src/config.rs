@@ -1,0 +1,174 @@
+//! The server's knobs, all from the environment (docs/runtime-config.md lists each one).
+
+use std::time::Duration;
+
+use reactor::{BackendChoice, EpollMode};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub port: u16,
+    /// `None`: one per CPU in the process's affinity mask.
+    pub workers: Option<usize>,
+    pub pin: bool,
+    pub backend: BackendChoice,
+    pub epoll_mode: EpollMode,
+    pub header_timeout: Duration,
+    pub keepalive_timeout: Duration,
+    pub max_body: u64,
+}
+
+/// A knob with a value it cannot take.
+#[derive(Debug)]
+pub struct BadKnob {
+    pub knob: &'static str,
+    pub value: String,
+    pub expected: String,
+}
+
+impl std::fmt::Display for BadKnob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}='{}' is invalid: expected {}",
+            self.knob, self.value, self.expected
+        )
+    }
+}
+
+impl Config {
+    /// Reads every knob through `get` (the process environment in `main`).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, BadKnob> {
+        let read = |knob: &'static str| get(knob).filter(|v| !v.is_empty()).map(|v| (knob, v));
+        let number =
+            |knob: &'static str, min: u64, max: u64, default: u64| -> Result<u64, BadKnob> {
+                let Some((knob, v)) = read(knob) else {
+                    return Ok(default);
+                };
+                match v.trim().parse::<u64>() {
+                    Ok(n) if (min..=max).contains(&n) => Ok(n),
+                    _ => Err(BadKnob {
+                        knob,
+                        value: v,
+                        expected: format!("a whole number from {min} to {max}"),
+                    }),
+                }
+            };
+        let choice = |knob: &'static str| -> Result<Option<String>, BadKnob> {
+            Ok(read(knob).map(|(_, v)| v))
+        };
+        let backend = match choice("APP_BACKEND")? {
+            None => BackendChoice::Auto,
+            Some(v) => v.parse().map_err(|e: reactor::BadChoice| BadKnob {
+                knob: "APP_BACKEND",
+                value: v,
+                expected: format!("one of {}", e.choices),
+            })?,
+        };
+        let epoll_mode = match choice("APP_EPOLL_MODE")? {
+            None => EpollMode::Rx,
+            Some(v) => v.parse().map_err(|e: reactor::BadChoice| BadKnob {
+                knob: "APP_EPOLL_MODE",
+                value: v,
+                expected: format!("one of {}", e.choices),
+            })?,
+        };
+        let pin = match read("APP_PIN") {
+            None => false,
+            Some((_, v)) if v == "0" => false,
+            Some((_, v)) if v == "1" => true,
+            Some((knob, v)) => {
+                return Err(BadKnob {
+                    knob,
+                    value: v,
+                    expected: "0 or 1".into(),
+                })
+            }
+        };
+        let workers = match read("APP_WORKERS") {
+            None => None,
+            Some(_) => Some(number("APP_WORKERS", 1, 1024, 1)? as usize),
+        };
+        Ok(Config {
+            port: number("APP_PORT", 0, 65535, 3000)? as u16,
+            workers,
+            pin,
+            backend,
+            epoll_mode,
+            header_timeout: Duration::from_secs(number("APP_HEADER_TIMEOUT", 1, 3600, 10)?),
+            keepalive_timeout: Duration::from_secs(number("APP_KEEPALIVE_TIMEOUT", 1, 3600, 15)?),
+            max_body: number("APP_MAX_BODY", 0, 1 << 40, 1 << 20)?,
+        })
+    }
+
+    pub fn from_env() -> Result<Config, BadKnob> {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with(pairs: &[(&str, &str)]) -> Result<Config, BadKnob> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = with(&[]).unwrap();
+        assert_eq!((c.port, c.workers, c.pin), (3000, None, false));
+        assert_eq!(
+            (c.backend, c.epoll_mode),
+            (BackendChoice::Auto, EpollMode::Rx)
+        );
+        assert_eq!(
+            (c.header_timeout.as_secs(), c.keepalive_timeout.as_secs()),
+            (10, 15)
+        );
+    }
+
+    #[test]
+    fn values_parse() {
+        let c = with(&[
+            ("APP_PORT", "8080"),
+            ("APP_WORKERS", "3"),
+            ("APP_PIN", "1"),
+            ("APP_BACKEND", "epoll"),
+            ("APP_EPOLL_MODE", "legacy"),
+        ])
+        .unwrap();
+        assert_eq!((c.port, c.workers, c.pin), (8080, Some(3), true));
+        assert_eq!(
+            (c.backend, c.epoll_mode),
+            (BackendChoice::Epoll, EpollMode::Legacy)
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_knob() {
+        for (knob, value) in [
+            ("APP_PORT", "70000"),
+            ("APP_WORKERS", "0"),
+            ("APP_WORKERS", "many"),
+            ("APP_PIN", "yes"),
+            ("APP_BACKEND", "kqueue"),
+            ("APP_EPOLL_MODE", "fast"),
+            ("APP_HEADER_TIMEOUT", "0"),
+            ("APP_KEEPALIVE_TIMEOUT", "-1"),
+            ("APP_MAX_BODY", "1e9"),
+        ] {
+            let err = with(&[(knob, value)]).unwrap_err();
+            assert_eq!(err.knob, knob);
+            let msg = err.to_string();
+            assert!(
+                msg.starts_with(&format!("{knob}='{value}' is invalid: expected ")),
+                "{msg}"
+            );
+        }
+    }
+}

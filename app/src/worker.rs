@@ -1,0 +1,343 @@
+//! One worker: a reactor thread with its own SO_REUSEPORT listener, its connections, a cached
+//! Date header and a once-a-second timer sweep (no syscall per request for either).
+
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use reactor::{Conn, Event, Reactor, Recv, SyscallCounts};
+
+use crate::http::{self, After, Limits};
+
+/// Receive buffer size, and the least free room an armed receive gets.
+const RECV_BUF: usize = 4096;
+const MIN_ROOM: usize = 1024;
+/// Stop reading from a client that sends requests faster than it reads responses.
+const MAX_PENDING_OUT: usize = 1 << 20;
+/// How long a closing connection is drained before it is closed (lingering close).
+const LINGER: Duration = Duration::from_secs(2);
+/// After SIGTERM, responses in flight get this long to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+pub struct Settings {
+    pub header_timeout: Duration,
+    pub keepalive_timeout: Duration,
+    pub limits: Limits,
+}
+
+/// What a worker reports when it ends.
+pub struct Stats {
+    pub requests: u64,
+    pub connections: u64,
+    pub syscalls: SyscallCounts,
+}
+
+#[derive(PartialEq, Eq)]
+enum Phase {
+    Open,
+    /// Close once the responses already written are sent.
+    CloseAfterSend,
+    /// FIN sent; reading and discarding until EOF or the deadline.
+    Lingering,
+}
+
+struct Session {
+    conn: Conn,
+    http: http::Connection,
+    /// The receive buffer while no receive is armed (`None`: armed, the reactor has it).
+    input: Option<Vec<u8>>,
+    /// Responses not yet handed to the reactor.
+    out: Vec<u8>,
+    /// A send buffer returned by the reactor, kept for reuse.
+    spare: Vec<u8>,
+    sending: bool,
+    phase: Phase,
+    /// When a partly received request started (for the header timeout).
+    request_started: Option<Instant>,
+    last_activity: Instant,
+}
+
+struct DateCache {
+    second: u64,
+    value: String,
+}
+
+impl DateCache {
+    fn refresh(&mut self) {
+        let now = SystemTime::now();
+        let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if second != self.second {
+            self.second = second;
+            self.value = httpdate::fmt_http_date(now);
+        }
+    }
+}
+
+pub struct Worker {
+    reactor: Reactor,
+    settings: Settings,
+    sessions: Vec<Option<Session>>,
+    live: usize,
+    date: DateCache,
+    stats: Stats,
+}
+
+impl Worker {
+    pub fn new(reactor: Reactor, settings: Settings) -> Worker {
+        Worker {
+            reactor,
+            settings,
+            sessions: Vec::new(),
+            live: 0,
+            date: DateCache {
+                second: u64::MAX,
+                value: String::new(),
+            },
+            stats: Stats {
+                requests: 0,
+                connections: 0,
+                syscalls: SyscallCounts::default(),
+            },
+        }
+    }
+
+    /// Serves until `stop` is set (and the reactor woken), then finishes responses in flight.
+    pub fn run(mut self, listener: OwnedFd, stop: Arc<AtomicBool>) -> std::io::Result<Stats> {
+        let listener = self.reactor.listen(listener).map_err(|e| e.to_io())?;
+        let mut events = Vec::with_capacity(1024);
+        let mut next_sweep = Instant::now() + Duration::from_secs(1);
+        let mut stopping_since: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            let timeout = next_sweep.saturating_duration_since(now);
+            self.reactor
+                .poll(&mut events, Some(timeout))
+                .map_err(|e| e.to_io())?;
+            self.date.refresh();
+            let now = Instant::now();
+            for event in events.drain(..) {
+                self.on_event(event, now);
+            }
+            if stopping_since.is_none() && stop.load(Ordering::Relaxed) {
+                self.reactor.unlisten(listener);
+                stopping_since = Some(now);
+                self.drain_idle();
+            }
+            if let Some(since) = stopping_since {
+                if self.live == 0 || now.duration_since(since) > SHUTDOWN_GRACE {
+                    break;
+                }
+            }
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + Duration::from_secs(1);
+            }
+        }
+        self.stats.syscalls = self.reactor.counts();
+        Ok(self.stats)
+    }
+
+    fn on_event(&mut self, event: Event, now: Instant) {
+        match event {
+            Event::Accepted { conn, .. } => self.open(conn, now),
+            Event::Received { conn, buf, result } => {
+                let Some(s) = self.session(conn) else { return };
+                s.last_activity = now;
+                let busy = s.sending || !s.out.is_empty();
+                match result {
+                    Recv::Data(_) if s.phase == Phase::Open => {
+                        s.input = Some(buf);
+                        self.on_data(conn, now);
+                    }
+                    Recv::Data(_) => {
+                        // Closing: what the client still sends is discarded.
+                        let mut buf = buf;
+                        buf.clear();
+                        self.arm(conn, buf);
+                    }
+                    Recv::Eof | Recv::Error(_) if busy => {
+                        // Half-close: answer what was asked, then close.
+                        s.input = Some(buf);
+                        if s.phase == Phase::Open {
+                            s.phase = Phase::CloseAfterSend;
+                        }
+                    }
+                    _ => self.close(conn),
+                }
+            }
+            Event::Sent { conn, buf, result } => {
+                let Some(s) = self.session(conn) else { return };
+                s.sending = false;
+                s.spare = buf;
+                s.spare.clear();
+                if result.is_err() {
+                    return self.close(conn);
+                }
+                if !s.out.is_empty() {
+                    return self.flush(conn);
+                }
+                if s.phase == Phase::CloseAfterSend {
+                    self.linger(conn, now);
+                } else if let Some(input) = s.input.take() {
+                    // Reading was paused behind a large backlog of responses.
+                    self.arm(conn, input);
+                }
+            }
+            Event::AcceptFailed { error, .. } => {
+                eprintln!("server: accept failed: {error}");
+            }
+            Event::Ready { .. } | Event::Woken => {}
+        }
+    }
+
+    fn session(&mut self, conn: Conn) -> Option<&mut Session> {
+        self.sessions
+            .get_mut(conn.index())?
+            .as_mut()
+            .filter(|s| s.conn == conn)
+    }
+
+    fn open(&mut self, conn: Conn, now: Instant) {
+        let i = conn.index();
+        if self.sessions.len() <= i {
+            self.sessions.resize_with(i + 1, || None);
+        }
+        self.sessions[i] = Some(Session {
+            conn,
+            http: http::Connection::default(),
+            input: None,
+            out: Vec::new(),
+            spare: Vec::new(),
+            sending: false,
+            phase: Phase::Open,
+            // A new connection owes its first request within the header timeout.
+            request_started: Some(now),
+            last_activity: now,
+        });
+        self.live += 1;
+        self.stats.connections += 1;
+        self.arm(conn, Vec::with_capacity(RECV_BUF));
+    }
+
+    fn on_data(&mut self, conn: Conn, now: Instant) {
+        let limits = self.settings.limits;
+        let date = &self.date.value;
+        let Some(s) = self.sessions[conn.index()].as_mut() else {
+            return;
+        };
+        let mut input = s.input.take().expect("data just arrived");
+        let progress = s.http.process(&input, &mut s.out, date, limits);
+        self.stats.requests += progress.requests;
+        input.drain(..progress.consumed);
+        let partial = !input.is_empty() || s.http.in_body();
+        s.request_started = match (partial, s.request_started) {
+            (false, _) => None,
+            (true, Some(t)) if progress.requests == 0 => Some(t),
+            (true, _) => Some(now),
+        };
+        if progress.after == After::Close {
+            s.phase = Phase::CloseAfterSend;
+        }
+        let (closing, backlog) = (s.phase != Phase::Open, s.out.len() >= MAX_PENDING_OUT);
+        if closing || backlog {
+            s.input = Some(input); // armed again after the send (lingering or backlog)
+        } else {
+            if input.capacity() - input.len() < MIN_ROOM {
+                input.reserve(RECV_BUF);
+            }
+            self.arm(conn, input);
+        }
+        self.flush(conn);
+    }
+
+    /// Hands the written responses to the reactor unless a send is already in flight.
+    fn flush(&mut self, conn: Conn) {
+        let Some(s) = self.sessions[conn.index()].as_mut() else {
+            return;
+        };
+        if s.sending || s.out.is_empty() {
+            return;
+        }
+        let out = std::mem::replace(&mut s.out, std::mem::take(&mut s.spare));
+        s.sending = true;
+        if self.reactor.send(conn, out).is_err() {
+            self.close(conn);
+        }
+    }
+
+    fn arm(&mut self, conn: Conn, buf: Vec<u8>) {
+        if self.reactor.arm_recv(conn, buf).is_err() {
+            self.close(conn);
+        }
+    }
+
+    /// All responses are out: send FIN, then read until the client closes (or the linger
+    /// deadline), so unread request bytes do not turn our close into a reset that could
+    /// destroy the response before the client reads it.
+    fn linger(&mut self, conn: Conn, now: Instant) {
+        let Some(s) = self.sessions[conn.index()].as_mut() else {
+            return;
+        };
+        s.phase = Phase::Lingering;
+        s.last_activity = now;
+        let input = s.input.take();
+        self.reactor.shutdown_write(conn);
+        if let Some(mut buf) = input {
+            buf.clear();
+            if buf.capacity() == 0 {
+                buf.reserve(RECV_BUF);
+            }
+            self.arm(conn, buf);
+        }
+        // else a receive is still armed and will see the client's EOF.
+    }
+
+    fn close(&mut self, conn: Conn) {
+        if let Some(slot) = self.sessions.get_mut(conn.index()) {
+            if slot.as_ref().is_some_and(|s| s.conn == conn) {
+                *slot = None;
+                self.live -= 1;
+                self.reactor.close(conn);
+            }
+        }
+    }
+
+    /// Closes connections whose header, keep-alive or linger time is up.
+    fn sweep(&mut self, now: Instant) {
+        let expired: Vec<Conn> = self
+            .sessions
+            .iter()
+            .flatten()
+            .filter(|s| {
+                let deadline = match (&s.phase, s.request_started) {
+                    (Phase::Lingering, _) => s.last_activity + LINGER,
+                    (_, Some(started)) => started + self.settings.header_timeout,
+                    (_, None) => s.last_activity + self.settings.keepalive_timeout,
+                };
+                now >= deadline && !s.sending
+            })
+            .map(|s| s.conn)
+            .collect();
+        for conn in expired {
+            self.close(conn);
+        }
+    }
+
+    /// On shutdown: connections with nothing in flight close now; the rest after their send.
+    fn drain_idle(&mut self) {
+        let mut idle = Vec::new();
+        for s in self.sessions.iter_mut().flatten() {
+            if s.sending || !s.out.is_empty() {
+                if s.phase == Phase::Open {
+                    s.phase = Phase::CloseAfterSend;
+                }
+            } else {
+                idle.push(s.conn);
+            }
+        }
+        for conn in idle {
+            self.close(conn);
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The process around the contract: start-up errors, timeouts, workers, healthcheck, signals.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn no_env<'a>() -> Launch<'a> {
+    Launch {
+        env: &[],
+        deny_io_uring: None,
+    }
+}
+
+#[test]
+fn a_bad_knob_is_a_start_up_error_that_names_it() {
+    for (knob, value) in [
+        ("APP_WORKERS", "lots"),
+        ("APP_BACKEND", "kqueue"),
+        ("APP_EPOLL_MODE", "turbo"),
+        ("APP_PORT", "99999"),
+        ("APP_PIN", "maybe"),
+    ] {
+        let out = Command::new(SERVER).env(knob, value).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{knob}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(&format!("server: {knob}='{value}' is invalid")),
+            "{err}"
+        );
+    }
+    let out = Command::new(SERVER).arg("--bogus").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn forced_io_uring_without_io_uring_refuses_to_start() {
+    let mut cmd = Command::new(SERVER);
+    cmd.env("APP_BACKEND", "io_uring").env("APP_PORT", "0");
+    sandbox::deny_io_uring_in_child(&mut cmd, libc::EPERM).unwrap();
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("io_uring was requested but is unavailable") && err.contains("EPERM"),
+        "{err}"
+    );
+    assert!(!err.contains("listening"), "{err}");
+}
+
+#[test]
+fn slow_and_idle_clients_are_closed_on_time() {
+    for backend in ["io_uring", "epoll"] {
+        let env = [
+            ("APP_BACKEND", backend),
+            ("APP_HEADER_TIMEOUT", "1"),
+            ("APP_KEEPALIVE_TIMEOUT", "2"),
+        ];
+        let server = Server::start(Launch {
+            env: &env,
+            deny_io_uring: None,
+        });
+        // Header timeout: half a request, then silence.
+        let mut slow = server.connect();
+        slow.set_read_timeout(Duration::from_secs(5));
+        let t0 = Instant::now();
+        slow.send(b"GET / HTTP/1.1\r\nHost:");
+        assert!(slow.closed_by_server(), "{backend}: slow client kept open");
+        let waited = t0.elapsed();
+        assert!(
+            waited >= Duration::from_millis(900) && waited < Duration::from_millis(3000),
+            "{backend}: {waited:?}"
+        );
+
+        // Keep-alive timeout: a complete request, then idle.
+        let mut idle = server.connect();
+        idle.set_read_timeout(Duration::from_secs(6));
+        assert_eq!(idle.get("/").status, 200);
+        let t0 = Instant::now();
+        assert!(idle.closed_by_server(), "{backend}: idle client kept open");
+        let waited = t0.elapsed();
+        assert!(
+            waited >= Duration::from_millis(1900) && waited < Duration::from_millis(4000),
+            "{backend}: {waited:?}"
+        );
+
+        // An active client is not cut off by either timer.
+        let mut busy = server.connect();
+        for _ in 0..30 {
+            assert_eq!(busy.get("/").status, 200);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+#[test]
+fn workers_default_to_the_affinity_mask_and_share_one_port() {
+    if Command::new("taskset").arg("-V").output().is_err() {
+        panic!("taskset (util-linux) is needed to restrict the affinity mask");
+    }
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            &format!("APP_PORT=0 timeout -s TERM 1 taskset -c 0 {SERVER}"),
+        ])
+        .env_remove("APP_WORKERS")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(" workers=1 "), "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["workers"].as_array().unwrap().len(), 1);
+
+    // Several workers with APP_PIN: every one accepts on the same port.
+    let server = Server::start(Launch {
+        env: &[("APP_WORKERS", "3"), ("APP_PIN", "1")],
+        deny_io_uring: None,
+    });
+    assert!(
+        server.first_line.contains(" workers=3 "),
+        "{}",
+        server.first_line
+    );
+    let mut clients: Vec<Client> = (0..60).map(|_| server.connect()).collect();
+    for c in clients.iter_mut() {
+        assert_eq!(c.get("/").status, 200);
+    }
+    drop(clients);
+    let (status, json, _) = server.stop();
+    assert!(status.success());
+    let workers = json["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3);
+    let total: u64 = workers
+        .iter()
+        .map(|w| w["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 60);
+    assert!(
+        workers
+            .iter()
+            .filter(|w| w["requests"].as_u64().unwrap() > 0)
+            .count()
+            >= 2,
+        "SO_REUSEPORT spreads connections: {json}"
+    );
+}
+
+#[test]
+fn healthcheck_exits_0_on_2xx_and_1_otherwise() {
+    let server = Server::start(no_env());
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let ok = Command::new(SERVER)
+        .args(["--healthcheck", &url])
+        .status()
+        .unwrap();
+    assert_eq!(ok.code(), Some(0));
+    let miss = format!("http://127.0.0.1:{}/missing", server.port);
+    let out = Command::new(SERVER)
+        .args(["--healthcheck", &miss])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("404"));
+    let port = server.port.to_string();
+    let default_url = Command::new(SERVER)
+        .arg("--healthcheck")
+        .env("APP_PORT", &port)
+        .status()
+        .unwrap();
+    assert_eq!(default_url.code(), Some(0));
+    drop(server);
+    let down = Command::new(SERVER)
+        .args(["--healthcheck", &url])
+        .output()
+        .unwrap();
+    assert_eq!(down.status.code(), Some(1));
+    let bad = Command::new(SERVER)
+        .args(["--healthcheck", "ftp://x"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn sigint_stops_cleanly_and_responses_in_flight_end_whole() {
+    let server = Server::start(no_env());
+    let mut c = server.connect();
+    // A large pipelined batch: responses are still being written when the signal lands.
+    let mut writer = c.stream.try_clone().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let batch = b"GET /user/123456789 HTTP/1.1\r\nHost: t\r\n\r\n".repeat(20_000);
+        let _ = std::io::Write::write_all(&mut writer, &batch); // the server may close first
+    });
+    assert_eq!(c.read_response().status, 200);
+    server.signal(libc::SIGINT);
+    let mut answered = 1u64;
+    while let Some(r) = c.try_read_response() {
+        assert_eq!(
+            r.body, b"123456789",
+            "a truncated or garbled response after the signal"
+        );
+        answered += 1;
+    }
+    feeder.join().unwrap();
+    let (status, json, _) = server.stop_with(libc::SIGINT);
+    assert!(status.success());
+    assert_eq!(json["signal"], "SIGINT");
+    let counted = json["workers"][0]["requests"].as_u64().unwrap();
+    // Every request the server counted was answered whole before it closed.
+    assert_eq!(counted, answered, "{json}");
+}
+
+#[test]
+fn help_explains_the_knobs() {
+    let out = Command::new(SERVER).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for knob in [
+        "APP_PORT",
+        "APP_WORKERS",
+        "APP_BACKEND",
+        "APP_EPOLL_MODE",
+        "--healthcheck",
+    ] {
+        assert!(text.contains(knob), "{knob}");
+    }
+}
