@@ -125,6 +125,10 @@ pub struct Config {
     pub ring_entries: u32,
     /// Set TCP_NODELAY on accepted connections (one setsockopt per connection).
     pub nodelay: bool,
+    /// io_uring: arm receives as "poll first" (`IORING_RECVSEND_POLL_FIRST`), skipping the
+    /// attempt that would fail with EAGAIN. Right for a client, whose answer never arrives
+    /// before it asked; wrong for a busy server, whose next request often already has.
+    pub recv_poll_first: bool,
 }
 
 impl Default for Config {
@@ -134,6 +138,7 @@ impl Default for Config {
             epoll_mode: EpollMode::Rx,
             ring_entries: 1024,
             nodelay: true,
+            recv_poll_first: false,
         }
     }
 }

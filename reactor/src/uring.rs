@@ -25,6 +25,9 @@ const OP_WAKE: u64 = 5;
 /// Cancels and closes: their completions carry nothing to act on.
 const OP_IGNORE: u64 = 6;
 
+/// `IORING_RECVSEND_POLL_FIRST` (kernel 5.19), from include/uapi/linux/io_uring.h.
+const IORING_RECVSEND_POLL_FIRST: u16 = 1;
+
 fn user_data(op: u64, slot: u32) -> u64 {
     (op << 56) | u64::from(slot)
 }
@@ -55,6 +58,7 @@ pub(crate) struct Uring {
     ring: IoUring,
     setup_flags: &'static str,
     nodelay: bool,
+    recv_ioprio: u16,
     conns: Slab<UConn>,
     listeners: Vec<Option<OwnedFd>>,
     /// Multishot accept unsupported (kernel < 5.19): one Accept SQE per connection.
@@ -79,6 +83,11 @@ impl Uring {
                         ring,
                         setup_flags: name,
                         nodelay: config.nodelay,
+                        recv_ioprio: if config.recv_poll_first {
+                            IORING_RECVSEND_POLL_FIRST
+                        } else {
+                            0
+                        },
                         conns: Slab::new(),
                         listeners: Vec::new(),
                         single_accept: false,
@@ -190,6 +199,7 @@ impl Uring {
     }
 
     pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
+        let ioprio = self.recv_ioprio;
         let Some((c, fd)) = self.open(conn) else {
             return Err(Refused {
                 reason: RefuseReason::Stale,
@@ -206,6 +216,7 @@ impl Uring {
         let spare = buf.spare_capacity_mut();
         let len = spare.len().min(u32::MAX as usize) as u32;
         let sqe = opcode::Recv::new(types::Fd(fd), spare.as_mut_ptr().cast(), len)
+            .ioprio(ioprio)
             .build()
             .user_data(user_data(OP_RECV, conn.slot));
         c.in_flight += 1;

@@ -1,0 +1,246 @@
+//! rxload: a wrk-compatible, closed-loop HTTP/1.1 load generator on the rxbench reactor.
+//!
+//! Its engines are the reactor's backends: `io_uring` batches every connection's sends and
+//! receives of a loop turn into one `io_uring_enter`; `epoll` (edge-triggered, registered once)
+//! is the fallback. Results use one schema ([`report::Report`]) whatever produced them, print in
+//! wrk's layout, and [`report::parse_wrk_text`] reads real wrk's report into the same schema.
+
+pub mod load;
+pub mod report;
+pub mod response;
+pub mod target;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reactor::{BackendChoice, IoUringStatus};
+
+use crate::load::{new_histogram, ThreadPlan};
+use crate::report::{Errors, Latency, RateStats, Report};
+use crate::target::{Route, Url};
+
+/// Everything a run needs, already validated.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub url: Url,
+    pub threads: usize,
+    pub connections: usize,
+    pub duration: Duration,
+    /// Load before recording starts (connections open, caches warm); not in the results.
+    pub warmup: Duration,
+    pub timeout: Duration,
+    pub headers: Vec<String>,
+    pub routes: Vec<Route>,
+    pub body: Vec<u8>,
+    pub backend: BackendChoice,
+    /// Stop after this many complete responses in all (no warm-up allowed then), or at the
+    /// end of `duration`, whichever comes first.
+    pub max_requests: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("connections ({connections}) must be at least threads ({threads})")]
+    TooFewConnections { connections: usize, threads: usize },
+    #[error("cannot connect to {addr}: {error}")]
+    Connect {
+        addr: std::net::SocketAddr,
+        error: std::io::Error,
+    },
+    #[error("{0}")]
+    Engine(String),
+}
+
+/// Runs the load and returns the merged report. `note` receives one-line remarks for the user
+/// (such as an io_uring fallback).
+pub fn run(
+    opts: &Options,
+    abort: Arc<AtomicBool>,
+    mut note: impl FnMut(&str),
+) -> Result<Report, RunError> {
+    if opts.connections == 0 || opts.connections < opts.threads {
+        return Err(RunError::TooFewConnections {
+            connections: opts.connections,
+            threads: opts.threads,
+        });
+    }
+    // A clear error for a server that is not there, before any thread starts.
+    std::net::TcpStream::connect_timeout(&opts.url.addr, opts.timeout).map_err(|error| {
+        RunError::Connect {
+            addr: opts.url.addr,
+            error,
+        }
+    })?;
+
+    let requests = Arc::new(target::render_requests(
+        &opts.url,
+        &opts.routes,
+        &opts.headers,
+        &opts.body,
+    ));
+    let start = Instant::now();
+    let measure_from = start + opts.warmup;
+    let until = measure_from + opts.duration;
+    let mut handles = Vec::new();
+    for t in 0..opts.threads {
+        let share =
+            opts.connections / opts.threads + usize::from(t < opts.connections % opts.threads);
+        let plan = ThreadPlan {
+            addr: opts.url.addr,
+            requests: requests.clone(),
+            connections: share,
+            measure_from,
+            until,
+            timeout: opts.timeout,
+            backend: opts.backend,
+            abort: abort.clone(),
+            route_offset: t,
+            max_requests: opts
+                .max_requests
+                .map(|n| n / opts.threads as u64 + u64::from((t as u64) < n % opts.threads as u64)),
+        };
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("rxload-{t}"))
+                .spawn(move || load::run_thread(plan))
+                .map_err(|e| RunError::Engine(e.to_string()))?,
+        );
+    }
+    sleep_until(measure_from, &abort);
+    let cpu_start = cpu_seconds();
+    // A timed run is measured up to its end; a counted run up to when its threads finish.
+    let mut cpu = None;
+    if opts.max_requests.is_none() {
+        sleep_until(until, &abort);
+        cpu = Some(cpu_seconds() - cpu_start);
+    }
+    let mut results = Vec::new();
+    for h in handles {
+        let result = h
+            .join()
+            .map_err(|_| RunError::Engine("a load thread panicked".into()))?;
+        results.push(result.map_err(RunError::Engine)?);
+    }
+    let cpu = cpu.unwrap_or_else(|| cpu_seconds() - cpu_start);
+    let elapsed = Instant::now()
+        .min(until)
+        .saturating_duration_since(measure_from);
+    let backend = results[0].backend;
+    if let IoUringStatus::Unavailable(errno) = backend.io_uring {
+        note(&format!(
+            "io_uring unavailable ({}); using {}",
+            errno.name(),
+            backend.backend()
+        ));
+    }
+
+    let mut latency = new_histogram();
+    let mut rates = Vec::new();
+    let (mut requests_done, mut bytes, mut reconnects) = (0, 0, 0);
+    let mut errors = Errors::default();
+    let mut syscalls: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &results {
+        latency.add(&r.latency).expect("same bounds");
+        rates.extend_from_slice(&r.rate_samples);
+        requests_done += r.requests;
+        bytes += r.bytes;
+        reconnects += r.reconnects;
+        errors.connect += r.errors.connect;
+        errors.read += r.errors.read;
+        errors.write += r.errors.write;
+        errors.timeout += r.errors.timeout;
+        errors.status += r.errors.status;
+        for (name, n) in r.syscalls.since(&r.syscalls_at_start).iter() {
+            *syscalls.entry(name.to_string()).or_default() += n;
+        }
+    }
+    syscalls.retain(|_, n| *n > 0);
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    Ok(Report {
+        url: opts.url.text.clone(),
+        engine: backend.backend(),
+        threads: opts.threads as u64,
+        connections: opts.connections as u64,
+        duration_s: opts.duration.as_secs_f64(),
+        requests: requests_done,
+        elapsed_s: secs,
+        bytes_read: bytes,
+        requests_per_s: requests_done as f64 / secs,
+        transfer_per_s: bytes as f64 / secs,
+        latency: latency_stats(&latency),
+        req_per_thread: rate_stats(&rates),
+        errors,
+        reconnects: Some(reconnects),
+        driver_cpu_s: Some(cpu),
+        driver_syscalls: Some(syscalls),
+    })
+}
+
+fn sleep_until(t: Instant, abort: &AtomicBool) {
+    while !abort.load(std::sync::atomic::Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        std::thread::sleep((t - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// User + system CPU time of this process, in seconds.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn latency_stats(h: &hdrhistogram::Histogram<u64>) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    let (mean, stdev) = (h.mean(), h.stdev());
+    let (lo, hi) = (mean - stdev, mean + stdev);
+    let within: u64 = h
+        .iter_recorded()
+        .filter(|v| {
+            let x = v.value_iterated_to() as f64;
+            x >= lo && x <= hi
+        })
+        .map(|v| v.count_at_value())
+        .sum();
+    let q = |p: f64| h.value_at_quantile(p) as f64;
+    Latency {
+        mean_us: mean,
+        stdev_us: stdev,
+        max_us: h.max() as f64,
+        within_stdev_pct: within as f64 * 100.0 / h.len() as f64,
+        p50_us: q(0.50),
+        p75_us: q(0.75),
+        p90_us: q(0.90),
+        p99_us: q(0.99),
+        p999_us: Some(q(0.999)),
+    }
+}
+
+fn rate_stats(samples: &[f64]) -> RateStats {
+    if samples.is_empty() {
+        return RateStats::default();
+    }
+    let n = samples.len() as f64;
+    let mean = samples.iter().sum::<f64>() / n;
+    let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    let stdev = var.sqrt();
+    let within = samples
+        .iter()
+        .filter(|x| (*x - mean).abs() <= stdev)
+        .count();
+    RateStats {
+        mean,
+        stdev,
+        max: samples.iter().cloned().fold(0.0, f64::max),
+        within_stdev_pct: within as f64 * 100.0 / n,
+    }
+}

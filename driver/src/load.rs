@@ -1,0 +1,436 @@
+//! The closed loop: each connection sends a request, waits for the whole response, records its
+//! latency, repeats. One reactor per thread, so on io_uring the sends and receives of all of a
+//! thread's connections share one `io_uring_enter` per loop turn.
+//!
+//! Latency is measured with one clock read per loop turn: a request is stamped with the time
+//! of the turn that queued it (just before the enter or send() that puts it on the wire), and
+//! its response with the time of the turn that saw its last byte (just after the wait that
+//! returned it). Both ends therefore include the turn's batching delay, never less than the
+//! real time on the wire; no request is stamped late to flatter the figure.
+
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use reactor::{BackendChoice, BackendReport, Conn, Event, Interest, Reactor, Recv, SyscallCounts};
+use socket2::{Domain, Socket, Type};
+
+use crate::report::Errors;
+use crate::response::{ResponseReader, Step};
+
+const RECV_BUF: usize = 16 * 1024;
+/// A connection whose connect failed is retried after this long (not in a hot loop).
+const RECONNECT_DELAY: Duration = Duration::from_millis(50);
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// What one load thread does.
+#[derive(Clone)]
+pub struct ThreadPlan {
+    pub addr: SocketAddr,
+    /// Rendered requests, sent round-robin per connection.
+    pub requests: Arc<Vec<Vec<u8>>>,
+    pub connections: usize,
+    /// Recording starts here...
+    pub measure_from: Instant,
+    /// ...and the run ends here.
+    pub until: Instant,
+    pub timeout: Duration,
+    pub backend: BackendChoice,
+    /// Set by the caller to end the run early (Ctrl-C).
+    pub abort: Arc<AtomicBool>,
+    /// First route for this thread's first connection (spreads the mix across threads).
+    pub route_offset: usize,
+    /// Stop after this many complete responses (this thread's share of `--requests`).
+    pub max_requests: Option<u64>,
+}
+
+pub struct ThreadResult {
+    pub requests: u64,
+    pub bytes: u64,
+    pub errors: Errors,
+    pub reconnects: u64,
+    /// Microseconds.
+    pub latency: Histogram<u64>,
+    /// Requests per second, one sample per 100 ms of the measured period.
+    pub rate_samples: Vec<f64>,
+    pub syscalls: SyscallCounts,
+    /// Syscall counts when recording started (to subtract the warm-up).
+    pub syscalls_at_start: SyscallCounts,
+    pub backend: BackendReport,
+}
+
+#[derive(Default)]
+struct Slot {
+    conn: Option<Conn>,
+    connecting: bool,
+    /// Receive buffer while not armed.
+    rx: Option<Vec<u8>>,
+    /// Send buffer while no send is in flight.
+    tx: Option<Vec<u8>>,
+    reader: ResponseReader,
+    sent_at: Option<Instant>,
+    /// A response completed while the previous send's completion was still pending.
+    send_when_free: bool,
+    route: usize,
+    retry_at: Option<Instant>,
+    connect_at: Option<Instant>,
+}
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
+}
+
+struct Load {
+    reactor: Reactor,
+    plan: ThreadPlan,
+    slots: Vec<Slot>,
+    /// Reactor connection index -> slot.
+    by_conn: Vec<usize>,
+    recording: bool,
+    /// Requests put on the wire (for `max_requests`).
+    sent: u64,
+    out: ThreadResult,
+}
+
+/// Runs one thread's share of the load. The reactor is made here: it belongs to this thread.
+pub fn run_thread(plan: ThreadPlan) -> Result<ThreadResult, String> {
+    let config = reactor::Config {
+        backend: plan.backend,
+        nodelay: true,
+        recv_poll_first: true,
+        ..reactor::Config::default()
+    };
+    let reactor = Reactor::new(&config).map_err(|e| e.to_string())?;
+    let backend = reactor.report();
+    let mut load = Load {
+        reactor,
+        slots: (0..plan.connections)
+            .map(|i| Slot {
+                route: (plan.route_offset + i) % plan.requests.len(),
+                ..Slot::default()
+            })
+            .collect(),
+        by_conn: Vec::new(),
+        recording: false,
+        sent: 0,
+        out: ThreadResult {
+            requests: 0,
+            bytes: 0,
+            errors: Errors::default(),
+            reconnects: 0,
+            latency: new_histogram(),
+            rate_samples: Vec::new(),
+            syscalls: SyscallCounts::default(),
+            syscalls_at_start: SyscallCounts::default(),
+            backend,
+        },
+        plan,
+    };
+    load.run();
+    Ok(load.out)
+}
+
+impl Load {
+    fn run(&mut self) {
+        let start = Instant::now();
+        for i in 0..self.slots.len() {
+            self.connect(i, start);
+        }
+        let mut events = Vec::with_capacity(1024);
+        let mut next_tick = start + SAMPLE_EVERY;
+        let mut last_sample = (start, 0u64);
+        loop {
+            let now = Instant::now();
+            let all_done = self
+                .plan
+                .max_requests
+                .is_some_and(|max| self.recording && self.out.requests >= max);
+            if now >= self.plan.until || all_done || self.plan.abort.load(Ordering::Relaxed) {
+                break;
+            }
+            if !self.recording && now >= self.plan.measure_from {
+                self.start_recording(now);
+                last_sample = (now, 0);
+            }
+            if now >= next_tick {
+                if self.recording {
+                    let dt = now.duration_since(last_sample.0).as_secs_f64();
+                    let done = self.out.requests - last_sample.1;
+                    self.out.rate_samples.push(done as f64 / dt);
+                    last_sample = (now, self.out.requests);
+                }
+                self.check_timeouts_and_retries(now);
+                next_tick = now + SAMPLE_EVERY;
+            }
+            let wait = next_tick
+                .min(self.plan.until)
+                .saturating_duration_since(now);
+            if self.reactor.poll(&mut events, Some(wait)).is_err() {
+                break;
+            }
+            let now = Instant::now();
+            for event in events.drain(..) {
+                self.on_event(event, now);
+            }
+        }
+        self.out.syscalls = self.reactor.counts();
+        if !self.recording {
+            self.out.syscalls_at_start = self.out.syscalls;
+        }
+    }
+
+    fn start_recording(&mut self, _now: Instant) {
+        self.recording = true;
+        self.out.requests = 0;
+        self.out.bytes = 0;
+        self.out.errors = Errors::default();
+        self.out.reconnects = 0;
+        self.out.latency.reset();
+        self.out.syscalls_at_start = self.reactor.counts();
+    }
+
+    fn slot_of(&self, conn: Conn) -> Option<usize> {
+        let i = *self.by_conn.get(conn.index())?;
+        (self.slots.get(i)?.conn == Some(conn)).then_some(i)
+    }
+
+    fn connect(&mut self, i: usize, now: Instant) {
+        let slot = &mut self.slots[i];
+        slot.retry_at = None;
+        let socket = match start_connect(self.plan.addr) {
+            Ok(s) => s,
+            Err(_) => {
+                self.out.errors.connect += 1;
+                slot.retry_at = Some(now + RECONNECT_DELAY);
+                return;
+            }
+        };
+        let conn = match self.reactor.register(socket) {
+            Ok(c) => c,
+            Err(_) => {
+                self.out.errors.connect += 1;
+                slot.retry_at = Some(now + RECONNECT_DELAY);
+                return;
+            }
+        };
+        slot.conn = Some(conn);
+        slot.connecting = true;
+        slot.connect_at = Some(now);
+        slot.reader = ResponseReader::default();
+        slot.sent_at = None;
+        slot.send_when_free = false;
+        if self.by_conn.len() <= conn.index() {
+            self.by_conn.resize(conn.index() + 1, usize::MAX);
+        }
+        self.by_conn[conn.index()] = i;
+        let _ = self.reactor.wait_ready(conn, Interest::WRITABLE);
+    }
+
+    /// Drops the connection and opens a new one (after a delay if `delay`).
+    fn reconnect(&mut self, i: usize, now: Instant, delay: bool) {
+        if let Some(conn) = self.slots[i].conn.take() {
+            self.reactor.close(conn);
+        }
+        self.out.reconnects += 1;
+        if delay {
+            self.slots[i].retry_at = Some(now + RECONNECT_DELAY);
+        } else {
+            self.connect(i, now);
+        }
+    }
+
+    fn check_timeouts_and_retries(&mut self, now: Instant) {
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            if s.retry_at.is_some_and(|t| now >= t) {
+                self.connect(i, now);
+            } else if s.connecting
+                && s.connect_at
+                    .is_some_and(|t| now.duration_since(t) >= self.plan.timeout)
+            {
+                self.out.errors.connect += 1;
+                self.reconnect(i, now, true);
+            } else if s
+                .sent_at
+                .is_some_and(|t| now.duration_since(t) >= self.plan.timeout)
+            {
+                self.out.errors.timeout += 1;
+                self.reconnect(i, now, false);
+            }
+        }
+    }
+
+    fn send_next(&mut self, i: usize, now: Instant) {
+        let requests = self.plan.requests.clone();
+        let slot = &mut self.slots[i];
+        let Some(conn) = slot.conn else { return };
+        if self.plan.max_requests.is_some_and(|max| self.sent >= max) {
+            return; // this connection's loop ends here
+        }
+        let Some(mut tx) = slot.tx.take() else {
+            slot.send_when_free = true;
+            return;
+        };
+        tx.clear();
+        tx.extend_from_slice(&requests[slot.route]);
+        slot.route = (slot.route + 1) % requests.len();
+        slot.sent_at = Some(now);
+        slot.send_when_free = false;
+        self.sent += 1;
+        if self.reactor.send(conn, tx).is_err() {
+            self.out.errors.write += 1;
+            self.reconnect(i, now, false);
+        }
+    }
+
+    fn on_event(&mut self, event: Event, now: Instant) {
+        match event {
+            Event::Ready { conn, .. } => {
+                let Some(i) = self.slot_of(conn) else { return };
+                let fd = self.reactor.fd(conn).unwrap_or(-1);
+                if socket_error(fd) != 0 {
+                    self.out.errors.connect += 1;
+                    return self.reconnect(i, now, true);
+                }
+                let slot = &mut self.slots[i];
+                slot.connecting = false;
+                let rx = slot
+                    .rx
+                    .take()
+                    .unwrap_or_else(|| Vec::with_capacity(RECV_BUF));
+                slot.tx.get_or_insert_with(|| Vec::with_capacity(256));
+                if self.reactor.arm_recv(conn, rx).is_err() {
+                    return self.reconnect(i, now, false);
+                }
+                self.send_next(i, now);
+            }
+            Event::Sent { conn, buf, result } => {
+                let Some(i) = self.slot_of(conn) else { return };
+                if result.is_err() {
+                    self.out.errors.write += 1;
+                    return self.reconnect(i, now, false);
+                }
+                let slot = &mut self.slots[i];
+                slot.tx = Some(buf);
+                if slot.send_when_free {
+                    self.send_next(i, now);
+                }
+            }
+            Event::Received { conn, buf, result } => {
+                let Some(i) = self.slot_of(conn) else { return };
+                match result {
+                    Recv::Data(n) => {
+                        self.out.bytes += n as u64;
+                        self.on_bytes(i, conn, buf, now);
+                    }
+                    Recv::Eof => {
+                        let slot = &mut self.slots[i];
+                        if let Some(status) = slot.reader.finish_on_close() {
+                            self.complete(i, status, now);
+                        } else if slot.sent_at.is_some() {
+                            self.out.errors.read += 1;
+                        }
+                        self.reconnect(i, now, false);
+                    }
+                    Recv::Error(_) => {
+                        self.out.errors.read += 1;
+                        self.reconnect(i, now, false);
+                    }
+                }
+            }
+            Event::Accepted { .. } | Event::AcceptFailed { .. } | Event::Woken => {}
+        }
+    }
+
+    fn on_bytes(&mut self, i: usize, conn: Conn, mut buf: Vec<u8>, now: Instant) {
+        let mut used_total = 0;
+        loop {
+            let step = self.slots[i].reader.feed(&buf[used_total..]);
+            match step {
+                Ok(Step::Incomplete { used }) => {
+                    used_total += used;
+                    break;
+                }
+                Ok(Step::Complete {
+                    used,
+                    status,
+                    close,
+                }) => {
+                    used_total += used;
+                    self.complete(i, status, now);
+                    if close {
+                        return self.reconnect(i, now, false);
+                    }
+                    if used_total < buf.len() {
+                        // Bytes nobody asked for: the peer is not answering one-for-one.
+                        self.out.errors.read += 1;
+                        return self.reconnect(i, now, false);
+                    }
+                    self.send_next(i, now);
+                }
+                Err(_) => {
+                    self.out.errors.read += 1;
+                    return self.reconnect(i, now, false);
+                }
+            }
+        }
+        buf.drain(..used_total);
+        if buf.capacity() - buf.len() < 1024 {
+            buf.reserve(RECV_BUF);
+        }
+        if self.reactor.arm_recv(conn, buf).is_err() {
+            self.reconnect(i, now, false);
+        }
+    }
+
+    fn complete(&mut self, i: usize, status: u16, now: Instant) {
+        let slot = &mut self.slots[i];
+        let sent_at = slot.sent_at.take();
+        if !self.recording {
+            return;
+        }
+        self.out.requests += 1;
+        if !(200..400).contains(&status) {
+            self.out.errors.status += 1;
+        }
+        if let Some(t) = sent_at {
+            let us = now.duration_since(t).as_micros().max(1) as u64;
+            let _ = self.out.latency.record(us.min(3_600_000_000));
+        }
+    }
+}
+
+fn start_connect(addr: SocketAddr) -> std::io::Result<OwnedFd> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_nonblocking(true)?;
+    socket.set_tcp_nodelay(true)?;
+    match socket.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(socket.into())
+}
+
+/// The pending error of a non-blocking connect (0 when it succeeded).
+fn socket_error(fd: i32) -> i32 {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one c_int into `err`, whose size is passed in `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return libc::EBADF;
+    }
+    err
+}

@@ -1,0 +1,136 @@
+//! The rxload binary: wrk's interface, its report, JSON, and one-line errors.
+
+mod common;
+
+use std::process::Command;
+
+use common::{Mode, TestServer};
+
+const RXLOAD: &str = env!("CARGO_BIN_EXE_rxload");
+
+fn rxload(args: &[&str]) -> std::process::Output {
+    Command::new(RXLOAD).args(args).output().unwrap()
+}
+
+#[test]
+fn text_report_has_wrk_layout_and_parses_back() {
+    let server = TestServer::start(Mode::Length);
+    let out = rxload(&[
+        "-t",
+        "1",
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--latency",
+        &server.url("/"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("Running 1s test @ {}", server.url("/")));
+    assert_eq!(lines[1], "  1 threads and 2 connections");
+    assert_eq!(
+        lines[2],
+        "  Thread Stats   Avg      Stdev     Max   +/- Stdev"
+    );
+    assert!(lines[3].starts_with("    Latency   "));
+    assert!(lines[4].starts_with("    Req/Sec   "));
+    assert_eq!(lines[5], "  Latency Distribution");
+    assert!(lines[6].starts_with("     50%"));
+    assert!(lines.iter().any(|l| l.starts_with("Requests/sec: ")));
+    assert!(lines.last().unwrap().starts_with("Transfer/sec: "));
+    let report = driver::report::parse_wrk_text(&text).unwrap();
+    assert!(report.requests > 0);
+    assert_eq!(report.connections, 2);
+}
+
+#[test]
+fn json_has_the_schema() {
+    let server = TestServer::start(Mode::Chunked);
+    let out = rxload(&[
+        "-t1",
+        "-c2",
+        "-d",
+        "1s",
+        "--engine",
+        "epoll",
+        "--json",
+        "--routes",
+        "GET:/,POST:/user",
+        &server.url("/"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "url",
+        "engine",
+        "threads",
+        "connections",
+        "duration_s",
+        "requests",
+        "elapsed_s",
+        "bytes_read",
+        "requests_per_s",
+        "transfer_per_s",
+        "latency",
+        "req_per_thread",
+        "errors",
+        "reconnects",
+        "driver_cpu_s",
+        "driver_syscalls",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}: {v}");
+    }
+    for key in [
+        "mean_us", "stdev_us", "max_us", "p50_us", "p75_us", "p90_us", "p99_us", "p999_us",
+    ] {
+        assert!(v["latency"][key].is_number(), "latency.{key}");
+    }
+    for key in ["connect", "read", "write", "timeout", "status"] {
+        assert!(v["errors"][key].is_u64(), "errors.{key}");
+    }
+    assert_eq!(v["engine"], "epoll/rx");
+    // Round-trips through the library's type.
+    let r: driver::report::Report = serde_json::from_value(v).unwrap();
+    assert!(r.requests > 0);
+}
+
+#[test]
+fn bad_input_gets_one_line_and_a_non_zero_exit() {
+    // A port nothing listens on: bind one, note it, free it.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let refused = format!("http://{free}/");
+    for (args, needle) in [
+        (vec!["-d", "1s", refused.as_str()], "cannot connect to"),
+        (vec!["-d", "1s", "ftp://x/"], "not an http:// URL"),
+        (
+            vec!["-c", "0", "-d", "1s", "http://127.0.0.1:1/"],
+            "connections (0) must be at least threads",
+        ),
+        (
+            vec!["-t", "4", "-c", "2", "http://127.0.0.1:1/"],
+            "connections (2) must be at least threads (4)",
+        ),
+        (vec!["-d", "soon", "http://127.0.0.1:1/"], "not a duration"),
+        (
+            vec!["--routes", "GET/", "http://127.0.0.1:1/"],
+            "not a route",
+        ),
+        (vec!["--engine", "kqueue", "http://127.0.0.1:1/"], "kqueue"),
+        (vec![], "required"),
+    ] {
+        let out = rxload(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("rxload: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"));
+    }
+}

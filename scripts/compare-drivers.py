@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""rxload beside wrk, against one server pinned to cpu0, each driver on cpu1.
+
+Interleaved rounds (order rotated) at each connection count. Per run: req/s, requests per
+driver CPU-second (the driver's user+sys time from the kernel's child rusage, the same way for
+both), and the server's CPU use over the run (from /proc/PID/stat). Prints a markdown table of
+medians. Needs wrk and nginx (Debian) and a release build of rxload and server.
+
+usage: scripts/compare-drivers.py [--rounds 3] [--seconds 5] [--conns 64,256,512] [--server nginx|rx|io_uring]
+"""
+import argparse, os, resource, statistics, subprocess, sys, tempfile, time, json
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--seconds", type=int, default=5)
+ap.add_argument("--conns", default="64,256,512")
+ap.add_argument("--server", default="nginx", choices=["nginx", "rx", "io_uring"])
+a = ap.parse_args()
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+port = 3921
+url = f"http://127.0.0.1:{port}/"
+tmp = tempfile.mkdtemp()
+
+def start_server():
+    if a.server == "nginx":
+        conf = os.path.join(tmp, "nginx.conf")
+        open(conf, "w").write(f"""worker_processes 1; daemon off; pid {tmp}/nginx.pid; error_log {tmp}/error.log;
+events {{ worker_connections 8192; }}
+http {{ access_log off; keepalive_requests 100000000;
+  server {{ listen 127.0.0.1:{port} reuseport backlog=4096; location / {{ return 200; }} }} }}""")
+        p = subprocess.Popen(["taskset", "-c", "0", "nginx", "-c", conf, "-p", tmp], stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        worker = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+        return p, int(worker[0])
+    env = dict(os.environ, APP_PORT=str(port), APP_WORKERS="1",
+               APP_BACKEND="epoll" if a.server == "rx" else "io_uring")
+    p = subprocess.Popen(["taskset", "-c", "0", f"{root}/target/release/server"], env=env,
+                         stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    time.sleep(0.5)
+    return p, p.pid
+
+def ticks(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+
+def run(driver, conns):
+    cmd = {"wrk": ["wrk", "-t1", f"-c{conns}", f"-d{a.seconds}s", url],
+           "rxload": [f"{root}/target/release/rxload", "-t1", f"-c{conns}", f"-d{a.seconds}s", url]}[driver]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0, s0 = ticks(server_pid), time.time()
+    out = subprocess.run(["taskset", "-c", "1"] + cmd, capture_output=True, text=True).stdout
+    t1, s1 = ticks(server_pid), time.time()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    reqs = int([l.split()[0] for l in out.splitlines() if "requests in" in l][0])
+    rps = float([l.split()[1] for l in out.splitlines() if l.startswith("Requests/sec")][0])
+    hz = os.sysconf("SC_CLK_TCK")
+    return {"rps": rps, "per_cpu_s": reqs / cpu, "server_cpu": 100 * (t1 - t0) / hz / (s1 - s0)}
+
+server, server_pid = start_server()
+rows = {}
+try:
+    for conns in [int(c) for c in a.conns.split(",")]:
+        for r in range(a.rounds):
+            order = ["wrk", "rxload"] if r % 2 == 0 else ["rxload", "wrk"]
+            for d in order:
+                res = run(d, conns)
+                rows.setdefault((conns, d), []).append(res)
+                print(f"round {r+1} c={conns} {d}: {res['rps']:.0f} req/s, {res['per_cpu_s']:.0f} req/driver-cpu-s, server {res['server_cpu']:.0f}%", file=sys.stderr)
+finally:
+    server.terminate(); server.wait()
+med = lambda xs: statistics.median(xs)
+print(f"server: {a.server} on cpu0; drivers -t1 on cpu1; {a.rounds} interleaved rounds of {a.seconds}s; medians\n")
+print("| conns | wrk req/s | rxload req/s | wrk req/driver-CPU-s | rxload req/driver-CPU-s | ratio | server CPU under wrk | under rxload |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+for conns in [int(c) for c in a.conns.split(",")]:
+    w, x = rows[(conns, "wrk")], rows[(conns, "rxload")]
+    wr, xr = med([r["per_cpu_s"] for r in w]), med([r["per_cpu_s"] for r in x])
+    print(f"| {conns} | {med([r['rps'] for r in w]):.0f} | {med([r['rps'] for r in x]):.0f} | {wr:.0f} | {xr:.0f} | {xr/wr:.2f}x | "
+          f"{med([r['server_cpu'] for r in w]):.0f}% | {med([r['server_cpu'] for r in x]):.0f}% |")
