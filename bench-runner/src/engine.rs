@@ -1,0 +1,445 @@
+//! Where the server runs: a Docker container (through bollard) or a native child process. Both
+//! start one server per measurement, report what it printed, its CPU time, and its SIGTERM
+//! counters, and leave nothing behind.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, KillContainerOptionsBuilder,
+    ListContainersOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+    StatsOptionsBuilder, WaitContainerOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+
+use crate::model::{Profile, ServerConfig, ServerCounters, Startup};
+
+/// Label on every container and image the runner makes; stale ones are removed at start.
+pub const LABEL: &str = "rxbench";
+pub const IMAGE: &str = "rxbench-server:latest";
+const NO_IO_URING_PROFILE: &str = include_str!("../../docker/seccomp/no-io-uring.json");
+const DOCKERFILE: &str = include_str!("../../docker/Dockerfile.scratch");
+
+/// One server to start.
+pub struct Launch {
+    pub name: String,
+    pub profile: Profile,
+    pub config: ServerConfig,
+    pub port: u16,
+    pub cpus: Vec<usize>,
+}
+
+impl Launch {
+    fn env(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = self
+            .config
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        env.push(("APP_PORT".into(), self.port.to_string()));
+        env.push(("APP_WORKERS".into(), self.cpus.len().max(1).to_string()));
+        env
+    }
+}
+
+pub enum Instance {
+    Docker {
+        id: String,
+    },
+    Native {
+        child: Child,
+        stderr: Arc<Mutex<Vec<String>>>,
+    },
+}
+
+pub enum Engine {
+    Docker { docker: Docker, version: String },
+    Native { server: PathBuf },
+}
+
+/// The Docker engine, if one answers (DOCKER_HOST is honoured).
+pub async fn connect_docker() -> Result<(Docker, String)> {
+    let docker = Docker::connect_with_defaults()
+        .context("no Docker client configuration")?
+        .with_timeout(Duration::from_secs(600));
+    let docker = docker
+        .negotiate_version()
+        .await
+        .context("the Docker engine does not answer")?;
+    let v = docker
+        .version()
+        .await
+        .context("the Docker engine does not answer")?;
+    Ok((docker, v.version.unwrap_or_else(|| "unknown".into())))
+}
+
+impl Engine {
+    pub fn describe(&self) -> String {
+        match self {
+            Engine::Docker { version, .. } => format!("docker {version}"),
+            Engine::Native { .. } => "native".into(),
+        }
+    }
+
+    /// Removes every container left by an earlier run (Ctrl-C, crash).
+    pub async fn remove_stale(&self) -> Result<usize> {
+        let Engine::Docker { docker, .. } = self else {
+            return Ok(0);
+        };
+        let filters: HashMap<String, Vec<String>> =
+            [("label".to_string(), vec![LABEL.to_string()])].into();
+        let list = docker
+            .list_containers(Some(
+                ListContainersOptionsBuilder::default()
+                    .all(true)
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await?;
+        let mut n = 0;
+        for c in list {
+            if let Some(id) = c.id {
+                docker
+                    .remove_container(
+                        &id,
+                        Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+                    )
+                    .await?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Builds the scratch image around a static `server` (Docker), or checks the native binary.
+    pub async fn prepare(&self, static_server: Option<&Path>) -> Result<()> {
+        match self {
+            Engine::Native { server } => {
+                if !server.exists() {
+                    bail!("{} does not exist", server.display());
+                }
+                Ok(())
+            }
+            Engine::Docker { docker, .. } => {
+                let binary = static_server.ok_or_else(|| anyhow!("no static server binary"))?;
+                let context = tar_context(binary)?;
+                let options = BuildImageOptionsBuilder::default()
+                    .dockerfile("Dockerfile")
+                    .t(IMAGE)
+                    .rm(true)
+                    .forcerm(true)
+                    .build();
+                let mut stream =
+                    docker.build_image(options, None, Some(bollard::body_full(context.into())));
+                while let Some(item) = stream.next().await {
+                    let info = item.context("building the server image")?;
+                    if let Some(detail) = info.error_detail {
+                        bail!(
+                            "building the server image: {}",
+                            detail.message.unwrap_or_default()
+                        );
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub async fn start(&self, launch: &Launch) -> Result<Instance> {
+        match self {
+            Engine::Docker { docker, .. } => {
+                let seccomp = match launch.profile {
+                    Profile::Default => None,
+                    Profile::NoIoUring => Some(format!("seccomp={NO_IO_URING_PROFILE}")),
+                    Profile::Relaxed => Some("seccomp=unconfined".to_string()),
+                };
+                let mut security_opt = vec!["no-new-privileges:true".to_string()];
+                security_opt.extend(seccomp);
+                let cpuset = launch
+                    .cpus
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let body = ContainerCreateBody {
+                    image: Some(IMAGE.into()),
+                    env: Some(
+                        launch
+                            .env()
+                            .into_iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect(),
+                    ),
+                    labels: Some([(LABEL.to_string(), "1".to_string())].into()),
+                    host_config: Some(HostConfig {
+                        network_mode: Some("host".into()),
+                        cpuset_cpus: (!cpuset.is_empty()).then_some(cpuset),
+                        security_opt: Some(security_opt),
+                        cap_drop: Some(vec!["ALL".into()]),
+                        readonly_rootfs: Some(true),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                };
+                let created = docker
+                    .create_container(
+                        Some(
+                            CreateContainerOptionsBuilder::default()
+                                .name(&launch.name)
+                                .build(),
+                        ),
+                        body,
+                    )
+                    .await
+                    .with_context(|| format!("creating container {}", launch.name))?;
+                let id = created.id;
+                if let Err(e) = docker.start_container(&id, None).await {
+                    let _ = docker
+                        .remove_container(
+                            &id,
+                            Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+                        )
+                        .await;
+                    return Err(e).context(format!("starting container {}", launch.name));
+                }
+                Ok(Instance::Docker { id })
+            }
+            Engine::Native { server } => {
+                let mut cmd = Command::new(server);
+                cmd.envs(launch.env())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                if launch.profile == Profile::NoIoUring {
+                    sandbox::deny_io_uring_in_child(&mut cmd, libc::EPERM)?;
+                }
+                let cpus = launch.cpus.clone();
+                // SAFETY: runs in the forked child before exec: builds a cpu_set_t on the stack
+                // and calls sched_setaffinity, both async-signal-safe; nothing is allocated.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        if cpus.is_empty() {
+                            return Ok(());
+                        }
+                        let mut set: libc::cpu_set_t = std::mem::zeroed();
+                        for &c in &cpus {
+                            libc::CPU_SET(c, &mut set);
+                        }
+                        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+                            != 0
+                        {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+                let mut child = cmd
+                    .spawn()
+                    .with_context(|| format!("starting {}", server.display()))?;
+                let stderr = Arc::new(Mutex::new(Vec::new()));
+                let pipe = child.stderr.take().expect("piped");
+                let lines = stderr.clone();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                        lines.lock().unwrap().push(line);
+                    }
+                });
+                Ok(Instance::Native { child, stderr })
+            }
+        }
+    }
+
+    /// All the log lines the server printed so far (stdout and stderr).
+    async fn logs(&self, inst: &Instance) -> Vec<String> {
+        match (self, inst) {
+            (Engine::Docker { docker, .. }, Instance::Docker { id }) => {
+                let opts = LogsOptionsBuilder::default()
+                    .stdout(true)
+                    .stderr(true)
+                    .build();
+                let mut stream = docker.logs(id, Some(opts));
+                let mut text = String::new();
+                while let Some(Ok(chunk)) = stream.next().await {
+                    text.push_str(&chunk.to_string());
+                }
+                text.lines().map(str::to_string).collect()
+            }
+            (_, Instance::Native { stderr, .. }) => stderr.lock().unwrap().clone(),
+            _ => vec![],
+        }
+    }
+
+    pub async fn alive(&self, inst: &mut Instance) -> bool {
+        match (self, inst) {
+            (Engine::Docker { docker, .. }, Instance::Docker { id }) => docker
+                .inspect_container(id, None)
+                .await
+                .ok()
+                .and_then(|i| i.state)
+                .and_then(|s| s.running)
+                .unwrap_or(false),
+            (_, Instance::Native { child, .. }) => matches!(child.try_wait(), Ok(None)),
+            _ => false,
+        }
+    }
+
+    /// Waits for the server's first line; on failure the error carries its last log lines.
+    pub async fn wait_startup(&self, inst: &mut Instance, timeout: Duration) -> Result<Startup> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let lines = self.logs(inst).await;
+            if let Some(s) = lines.iter().find_map(|l| Startup::parse(l)) {
+                return Ok(s);
+            }
+            if !self.alive(inst).await {
+                bail!(
+                    "the server exited before listening; its log:\n{}",
+                    tail(&lines, 10)
+                );
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "no start-up line after {timeout:?}; log so far:\n{}",
+                    tail(&lines, 10)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Cumulative CPU time of the server, in nanoseconds.
+    pub async fn cpu_ns(&self, inst: &Instance) -> Option<u64> {
+        match (self, inst) {
+            (Engine::Docker { docker, .. }, Instance::Docker { id }) => {
+                let opts = StatsOptionsBuilder::default()
+                    .stream(false)
+                    .one_shot(true)
+                    .build();
+                let stats = docker.stats(id, Some(opts)).next().await?.ok()?;
+                stats.cpu_stats?.cpu_usage?.total_usage
+            }
+            (_, Instance::Native { child, .. }) => {
+                let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).ok()?;
+                let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+                let ticks: u64 =
+                    f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+                // SAFETY: sysconf has no preconditions.
+                let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+                Some(ticks * 1_000_000_000 / hz)
+            }
+            _ => None,
+        }
+    }
+
+    /// SIGTERM, wait, and read the counters line. The instance is removed either way.
+    pub async fn stop(&self, inst: Instance) -> (Option<ServerCounters>, Vec<String>) {
+        match (self, inst) {
+            (Engine::Docker { docker, .. }, Instance::Docker { id }) => {
+                let _ = docker
+                    .kill_container(
+                        &id,
+                        Some(
+                            KillContainerOptionsBuilder::default()
+                                .signal("SIGTERM")
+                                .build(),
+                        ),
+                    )
+                    .await;
+                let wait = docker.wait_container(
+                    &id,
+                    Some(
+                        WaitContainerOptionsBuilder::default()
+                            .condition("not-running")
+                            .build(),
+                    ),
+                );
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(15), wait.collect::<Vec<_>>()).await;
+                let lines = self.logs(&Instance::Docker { id: id.clone() }).await;
+                let _ = docker
+                    .remove_container(
+                        &id,
+                        Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+                    )
+                    .await;
+                (lines.iter().find_map(|l| ServerCounters::parse(l)), lines)
+            }
+            (_, Instance::Native { mut child, stderr }) => {
+                // SAFETY: kill(2) on our own child, not yet reaped.
+                unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                let mut out = String::new();
+                if let Some(mut stdout) = child.stdout.take() {
+                    let _ = stdout.read_to_string(&mut out);
+                }
+                let _ = child.wait();
+                let mut lines = stderr.lock().unwrap().clone();
+                lines.extend(out.lines().map(str::to_string));
+                (out.lines().find_map(ServerCounters::parse), lines)
+            }
+            (_, _) => (None, vec![]),
+        }
+    }
+}
+
+pub fn tail(lines: &[String], n: usize) -> String {
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// An in-memory build context: the Dockerfile and the static binary.
+fn tar_context(server: &Path) -> Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut add = |name: &str, bytes: &[u8], mode: u32| -> Result<()> {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(mode);
+        header.set_cksum();
+        builder.append_data(&mut header, name, bytes)?;
+        Ok(())
+    };
+    add("Dockerfile", DOCKERFILE.as_bytes(), 0o644)?;
+    let binary = std::fs::read(server).with_context(|| format!("reading {}", server.display()))?;
+    add("server", &binary, 0o755)?;
+    Ok(builder.into_inner()?)
+}
+
+/// Builds a static `server` for `FROM scratch` (its own target dir, so the normal build cache
+/// stays warm). Returns the binary's path.
+pub fn build_static_server(root: &Path) -> Result<PathBuf> {
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let target_dir = root.join("target/static");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(root)
+        .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["build", "--release", "-p", "server", "--target", &triple])
+        .status()
+        .context("running cargo to build the static server")?;
+    if !status.success() {
+        bail!("building the static server failed ({status})");
+    }
+    Ok(target_dir.join(triple).join("release/server"))
+}
+
+/// Builds the native `server` (release) in its own target dir: the runner may itself run under
+/// a cargo that holds the workspace's build lock (`cargo run`, `cargo test`).
+pub fn build_native_server(root: &Path) -> Result<PathBuf> {
+    let target_dir = root.join("target/native");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["build", "--release", "-p", "server"])
+        .status()
+        .context("running cargo to build the server")?;
+    if !status.success() {
+        bail!("building the server failed ({status})");
+    }
+    Ok(target_dir.join("release/server"))
+}

@@ -1,0 +1,107 @@
+//! The the-benchmarker export builds from a clean copy of what their Rust template copies
+//! (`**/*.rs` and the root Cargo.toml) with `cargo build --release`, and serves the contract.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
+
+/// Copies what their template copies: every .rs file and the root Cargo.toml.
+fn template_copy(from: &Path, to: &Path, root: bool) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap();
+        if p.is_dir() {
+            template_copy(&p, &to.join(name), false);
+        } else if p.extension().is_some_and(|x| x == "rs") || (root && name == "Cargo.toml") {
+            std::fs::copy(&p, to.join(name)).unwrap();
+        }
+    }
+}
+
+fn get(port: u16, request: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text[9..12].parse().unwrap();
+    let body = text.split_once("\r\n\r\n").unwrap().1.to_string();
+    (status, body)
+}
+
+#[test]
+fn exported_crate_builds_from_a_clean_copy_and_serves_the_contract() {
+    let base = std::env::temp_dir().join(format!("rxbench-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let out = Command::new(RUNNER)
+        .arg("export-benchmarker")
+        .arg(&base)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exported = base.join("rust/rxbench");
+    assert!(std::fs::read_to_string(exported.join("config.yaml"))
+        .unwrap()
+        .contains("framework:"));
+
+    let clean = base.join("clean");
+    template_copy(&exported, &clean, true);
+    assert!(!clean.join("config.yaml").exists());
+    let build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(&clean)
+        .env("CARGO_TARGET_DIR", clean.join("target"))
+        .args(["build", "--release", "--quiet"])
+        .status()
+        .unwrap();
+    assert!(build.success());
+    let bin = clean.join("target/release/server");
+    assert!(bin.exists(), "their template expects target/release/server");
+
+    let mut child = Command::new(&bin)
+        .env("APP_PORT", "0")
+        .env("APP_WORKERS", "1")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .split(':')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let close = "Connection: close\r\n\r\n";
+    assert_eq!(
+        get(port, &format!("GET / HTTP/1.1\r\n{close}")),
+        (200, String::new())
+    );
+    assert_eq!(
+        get(port, &format!("GET /user/77 HTTP/1.1\r\n{close}")),
+        (200, "77".into())
+    );
+    assert_eq!(
+        get(
+            port,
+            &format!("POST /user HTTP/1.1\r\nContent-Type: text/plain\r\n{close}")
+        ),
+        (200, String::new())
+    );
+    assert_eq!(get(port, &format!("GET /nope HTTP/1.1\r\n{close}")).0, 404);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::remove_dir_all(&base).ok();
+}
