@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, CreateContainerOptionsBuilder, KillContainerOptionsBuilder,
@@ -25,8 +25,10 @@ use crate::model::{Profile, ServerConfig, ServerCounters, Startup};
 /// Label on every container and image the runner makes; stale ones are removed at start.
 pub const LABEL: &str = "rxbench";
 pub const IMAGE: &str = "rxbench-server:latest";
+pub const RUNNER_IMAGE: &str = "rxbench-runner:latest";
 const NO_IO_URING_PROFILE: &str = include_str!("../../docker/seccomp/no-io-uring.json");
 const DOCKERFILE: &str = include_str!("../../docker/Dockerfile.scratch");
+const RUNNER_DOCKERFILE: &str = include_str!("../../docker/Dockerfile.runner.scratch");
 
 /// One server to start.
 pub struct Launch {
@@ -120,35 +122,23 @@ impl Engine {
         Ok(n)
     }
 
-    /// Builds the scratch image around a static `server` (Docker), or checks the native binary.
+    /// Builds the scratch image around a static `server` (Docker; `None`: use the image
+    /// already there), or checks the native binary.
     pub async fn prepare(&self, static_server: Option<&Path>) -> Result<()> {
-        match self {
-            Engine::Native { server } => {
+        match (self, static_server) {
+            (Engine::Native { server }, _) => {
                 if !server.exists() {
                     bail!("{} does not exist", server.display());
                 }
                 Ok(())
             }
-            Engine::Docker { docker, .. } => {
-                let binary = static_server.ok_or_else(|| anyhow!("no static server binary"))?;
-                let context = tar_context(binary)?;
-                let options = BuildImageOptionsBuilder::default()
-                    .dockerfile("Dockerfile")
-                    .t(IMAGE)
-                    .rm(true)
-                    .forcerm(true)
-                    .build();
-                let mut stream =
-                    docker.build_image(options, None, Some(bollard::body_full(context.into())));
-                while let Some(item) = stream.next().await {
-                    let info = item.context("building the server image")?;
-                    if let Some(detail) = info.error_detail {
-                        bail!(
-                            "building the server image: {}",
-                            detail.message.unwrap_or_default()
-                        );
-                    }
-                }
+            (Engine::Docker { docker, .. }, Some(binary)) => {
+                build_image(docker, IMAGE, DOCKERFILE, "server", binary).await
+            }
+            (Engine::Docker { docker, .. }, None) => {
+                docker.inspect_image(IMAGE).await.with_context(|| {
+                    format!("--no-build: image {IMAGE} is missing (run `bench-runner build-images` first)")
+                })?;
                 Ok(())
             }
         }
@@ -393,8 +383,50 @@ pub fn tail(lines: &[String], n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// An in-memory build context: the Dockerfile and the static binary.
-fn tar_context(server: &Path) -> Result<Vec<u8>> {
+/// Builds `tag` from an in-memory context: `dockerfile` and one static binary.
+pub async fn build_image(
+    docker: &Docker,
+    tag: &str,
+    dockerfile: &str,
+    name: &str,
+    binary: &Path,
+) -> Result<()> {
+    let context = tar_context(dockerfile, name, binary)?;
+    let options = BuildImageOptionsBuilder::default()
+        .dockerfile("Dockerfile")
+        .t(tag)
+        .rm(true)
+        .forcerm(true)
+        .build();
+    let mut stream = docker.build_image(options, None, Some(bollard::body_full(context.into())));
+    while let Some(item) = stream.next().await {
+        let info = item.with_context(|| format!("building image {tag}"))?;
+        if let Some(detail) = info.error_detail {
+            bail!(
+                "building image {tag}: {}",
+                detail.message.unwrap_or_default()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Both images compose.yaml uses: the server and the runner itself.
+pub async fn build_all_images(docker: &Docker, root: &Path) -> Result<()> {
+    let server = build_static(root, "server")?;
+    build_image(docker, IMAGE, DOCKERFILE, "server", &server).await?;
+    let runner = build_static(root, "bench-runner")?;
+    build_image(
+        docker,
+        RUNNER_IMAGE,
+        RUNNER_DOCKERFILE,
+        "bench-runner",
+        &runner,
+    )
+    .await
+}
+
+fn tar_context(dockerfile: &str, name: &str, binary: &Path) -> Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::new());
     let mut add = |name: &str, bytes: &[u8], mode: u32| -> Result<()> {
         let mut header = tar::Header::new_gnu();
@@ -404,28 +436,28 @@ fn tar_context(server: &Path) -> Result<Vec<u8>> {
         builder.append_data(&mut header, name, bytes)?;
         Ok(())
     };
-    add("Dockerfile", DOCKERFILE.as_bytes(), 0o644)?;
-    let binary = std::fs::read(server).with_context(|| format!("reading {}", server.display()))?;
-    add("server", &binary, 0o755)?;
+    add("Dockerfile", dockerfile.as_bytes(), 0o644)?;
+    let bytes = std::fs::read(binary).with_context(|| format!("reading {}", binary.display()))?;
+    add(name, &bytes, 0o755)?;
     Ok(builder.into_inner()?)
 }
 
-/// Builds a static `server` for `FROM scratch` (its own target dir, so the normal build cache
-/// stays warm). Returns the binary's path.
-pub fn build_static_server(root: &Path) -> Result<PathBuf> {
+/// Builds a static `package` binary for `FROM scratch` (its own target dir, so the normal
+/// build cache stays warm). Returns the binary's path.
+pub fn build_static(root: &Path, package: &str) -> Result<PathBuf> {
     let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
     let target_dir = root.join("target/static");
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(root)
         .env("RUSTFLAGS", "-C target-feature=+crt-static")
         .env("CARGO_TARGET_DIR", &target_dir)
-        .args(["build", "--release", "-p", "server", "--target", &triple])
+        .args(["build", "--release", "-p", package, "--target", &triple])
         .status()
-        .context("running cargo to build the static server")?;
+        .with_context(|| format!("running cargo to build a static {package}"))?;
     if !status.success() {
-        bail!("building the static server failed ({status})");
+        bail!("building a static {package} failed ({status})");
     }
-    Ok(target_dir.join(triple).join("release/server"))
+    Ok(target_dir.join(triple).join("release").join(package))
 }
 
 /// Builds the native `server` (release) in its own target dir: the runner may itself run under

@@ -47,6 +47,8 @@ enum Cmd {
     Report { dir: PathBuf },
     /// Write the server as a the-benchmarker/web-frameworks entry (rust/rxbench/) under OUT
     ExportBenchmarker { out: PathBuf },
+    /// Build the images compose.yaml uses (rxbench-server, rxbench-runner), offline
+    BuildImages,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -122,13 +124,43 @@ struct RunArgs {
     /// Results directory (a timestamped folder is made inside, and `latest` points to it)
     #[arg(long, default_value = "results")]
     out: PathBuf,
+    /// Docker: use the rxbench-server image already built (`build-images`) instead of building
+    /// it (the runner's own container has no Rust toolchain)
+    #[arg(long)]
+    no_build: bool,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
     driver::target::parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// With `panic = "abort"` nothing unwinds, so a panic removes the run's containers here,
+/// before the process dies (a later run would remove them too, at its start).
+fn install_panic_cleanup() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default(info);
+        let cleanup = std::thread::spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            rt.block_on(async {
+                let (docker, version) = engine::connect_docker().await.ok()?;
+                let n = Engine::Docker { docker, version }
+                    .remove_stale()
+                    .await
+                    .ok()?;
+                eprintln!("bench-runner: removed {n} container(s) after the panic");
+                Some(())
+            })
+        });
+        let _ = cleanup.join();
+    }));
+}
+
 fn main() {
+    install_panic_cleanup();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -138,6 +170,15 @@ fn main() {
     let result = match cli.command {
         Some(Cmd::Report { dir }) => report(&dir),
         Some(Cmd::ExportBenchmarker { out }) => export::export(&repo_root(), &out),
+        Some(Cmd::BuildImages) => runtime.block_on(async {
+            let (docker, version) = engine::connect_docker().await?;
+            eprintln!(
+                "bench-runner: building rxbench-server and rxbench-runner on docker {version}…"
+            );
+            engine::build_all_images(&docker, &repo_root()).await?;
+            println!("built {} and {}", engine::IMAGE, engine::RUNNER_IMAGE);
+            Ok(())
+        }),
         None => runtime.block_on(run(cli.run)),
     };
     if let Err(e) = result {
@@ -345,15 +386,21 @@ async fn run(args: RunArgs) -> Result<()> {
     }
     let root = repo_root();
     eprintln!(
-        "bench-runner: engine {}; building the server…",
-        engine.describe()
+        "bench-runner: engine {}; {}",
+        engine.describe(),
+        if args.no_build {
+            "using the image already built"
+        } else {
+            "building the server…"
+        }
     );
     let mut engine = engine;
     let static_server = match &mut engine {
+        Engine::Docker { .. } if args.no_build => None,
         Engine::Docker { .. } => Some(
             tokio::task::spawn_blocking({
                 let root = root.clone();
-                move || engine::build_static_server(&root)
+                move || engine::build_static(&root, "server")
             })
             .await??,
         ),

@@ -239,3 +239,77 @@ fn bad_arguments_fail_with_a_reason() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn ctrl_c_mid_run_leaves_no_container_and_keeps_what_was_measured() {
+    if !docker_reachable() {
+        assert!(
+            std::env::var_os("RXBENCH_REQUIRE_DOCKER").is_none(),
+            "RXBENCH_REQUIRE_DOCKER is set but no Docker engine answers"
+        );
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"SKIPPED ctrl_c_mid_run: no Docker engine reachable here\n",
+        );
+        return;
+    }
+    let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let out_dir = std::env::temp_dir().join(format!("rxbench-e2e-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let mut child = Command::new(RUNNER)
+        .args([
+            "--engine",
+            "docker",
+            "--quick",
+            "--conns",
+            "64",
+            "--configs",
+            "rx,oneshot,legacy",
+            "--profiles",
+            "relaxed",
+            "--port",
+            "3943",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the second measurement's container runs: one measurement is already written.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    loop {
+        let raw = std::fs::read_dir(&out_dir)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| std::fs::read_to_string(e.ok()?.path().join("raw.json")).ok());
+        if raw.is_some_and(|r| r.contains("\"round\"")) && rxbench_containers() > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never got going"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(
+        !status.success(),
+        "an interrupted run must not report success"
+    );
+    assert_eq!(
+        rxbench_containers(),
+        0,
+        "containers left behind after Ctrl-C"
+    );
+    let dir = out_dir.join(std::fs::read_link(out_dir.join("latest")).unwrap());
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("raw.json")).unwrap()).unwrap();
+    assert!(
+        !raw["measurements"].as_array().unwrap().is_empty(),
+        "what was measured is kept"
+    );
+    assert!(dir.join("table.md").exists());
+    std::fs::remove_dir_all(&out_dir).ok();
+}
