@@ -460,6 +460,22 @@ pub fn build_static(root: &Path, package: &str) -> Result<PathBuf> {
     Ok(target_dir.join(triple).join("release").join(package))
 }
 
+/// Builds `rxload` with its goose engine (release) into the native target dir, for
+/// `--driver goose` (the runner itself links the driver without goose).
+pub fn build_rxload_with_goose(root: &Path) -> Result<PathBuf> {
+    let target_dir = root.join("target/native");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["build", "--release", "-p", "driver", "--bin", "rxload"])
+        .status()
+        .context("running cargo to build rxload")?;
+    if !status.success() {
+        bail!("building rxload failed ({status})");
+    }
+    Ok(target_dir.join("release/rxload"))
+}
+
 /// Builds the native `server` (release) in its own target dir: the runner may itself run under
 /// a cargo that holds the workspace's build lock (`cargo run`, `cargo test`).
 pub fn build_native_server(root: &Path) -> Result<PathBuf> {

@@ -61,8 +61,13 @@ enum EngineChoice {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum DriverChoice {
+    /// rxload (io_uring, in this process): the saturating driver
     Rxload,
+    /// Real wrk (Debian's), parsed: the cross-check
     Wrk,
+    /// rxload's goose engine (GET / as a goose scenario): the realism cross-check; no
+    /// warm-up (goose resets its metrics once every user runs)
+    Goose,
 }
 
 #[derive(clap::Args, Debug)]
@@ -429,6 +434,12 @@ async fn run(args: RunArgs) -> Result<()> {
     {
         bail!("--driver wrk: wrk is not installed");
     }
+    let goose_rxload = if args.driver == DriverChoice::Goose {
+        let root = root.clone();
+        Some(tokio::task::spawn_blocking(move || engine::build_rxload_with_goose(&root)).await??)
+    } else {
+        None
+    };
 
     let started = utc_stamp();
     let dir = args.out.join(&started);
@@ -449,7 +460,16 @@ async fn run(args: RunArgs) -> Result<()> {
 
     let abort = Arc::new(AtomicBool::new(false));
     let bar = progress(plan.measurements() as u64);
-    let work = measure_all(&engine, &plan, &args, &mut raw, &dir, &bar, abort.clone());
+    let work = measure_all(
+        &engine,
+        &plan,
+        &args,
+        goose_rxload.as_deref(),
+        &mut raw,
+        &dir,
+        &bar,
+        abort.clone(),
+    );
     let outcome = tokio::select! {
         r = work => r,
         _ = tokio::signal::ctrl_c() => {
@@ -552,6 +572,7 @@ async fn measure_all(
     engine: &Engine,
     plan: &Plan,
     args: &RunArgs,
+    goose_rxload: Option<&Path>,
     raw: &mut Raw,
     dir: &Path,
     bar: &ProgressBar,
@@ -567,6 +588,7 @@ async fn measure_all(
                         engine,
                         plan,
                         args,
+                        goose_rxload,
                         round + 1,
                         profile,
                         config,
@@ -621,6 +643,7 @@ async fn measure(
     engine: &Engine,
     plan: &Plan,
     args: &RunArgs,
+    goose_rxload: Option<&Path>,
     round: u32,
     profile: Profile,
     config: ServerConfig,
@@ -674,8 +697,24 @@ async fn measure(
     let load_cpus = plan.load_cpus.clone();
     let (warmup, dur) = (plan.warmup, plan.duration);
     let driver_choice = args.driver;
+    let rxload = goose_rxload.map(Path::to_path_buf);
+    // goose ramps up its users and resets its metrics itself: no separate warm-up.
+    let warmup = if driver_choice == DriverChoice::Goose {
+        Duration::ZERO
+    } else {
+        warmup
+    };
     let load = tokio::task::spawn_blocking(move || {
-        run_driver(driver_choice, &url, conns, warmup, dur, &load_cpus, abort)
+        run_driver(
+            driver_choice,
+            rxload.as_deref(),
+            &url,
+            conns,
+            warmup,
+            dur,
+            &load_cpus,
+            abort,
+        )
     });
     tokio::time::sleep(warmup).await;
     let t0 = Instant::now();
@@ -720,8 +759,10 @@ async fn measure(
 
 /// Runs the load from this (blocking) thread, pinned to the load CPUs so the driver's threads
 /// inherit them.
+#[allow(clippy::too_many_arguments)]
 fn run_driver(
     choice: DriverChoice,
+    rxload: Option<&Path>,
     url: &str,
     conns: u32,
     warmup: Duration,
@@ -771,6 +812,25 @@ fn run_driver(
             let out = wrk(duration)?;
             let text = String::from_utf8_lossy(&out.stdout);
             Ok(driver::report::parse_wrk_text(&text)?)
+        }
+        DriverChoice::Goose => {
+            let rxload = rxload.context("rxload with goose was not built")?;
+            // Spawned from this pinned thread, so it inherits the load CPUs.
+            let out = std::process::Command::new(rxload)
+                .args([
+                    format!("-t{threads}"),
+                    format!("-c{conns}"),
+                    format!("-d{}s", duration.as_secs().max(1)),
+                ])
+                .args(["--engine", "goose", "--json", url])
+                .output()?;
+            if !out.status.success() {
+                bail!(
+                    "rxload --engine goose: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            Ok(serde_json::from_slice(&out.stdout).context("rxload's JSON")?)
         }
     }
 }

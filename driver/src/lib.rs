@@ -5,6 +5,8 @@
 //! is the fallback. Results use one schema ([`report::Report`]) whatever produced them, print in
 //! wrk's layout, and [`report::parse_wrk_text`] reads real wrk's report into the same schema.
 
+#[cfg(feature = "goose")]
+pub mod goose_engine;
 pub mod load;
 pub mod report;
 pub mod response;
@@ -60,20 +62,7 @@ pub fn run(
     abort: Arc<AtomicBool>,
     mut note: impl FnMut(&str),
 ) -> Result<Report, RunError> {
-    if opts.connections == 0 || opts.connections < opts.threads {
-        return Err(RunError::TooFewConnections {
-            connections: opts.connections,
-            threads: opts.threads,
-        });
-    }
-    // A clear error for a server that is not there, before any thread starts.
-    std::net::TcpStream::connect_timeout(&opts.url.addr, opts.timeout).map_err(|error| {
-        RunError::Connect {
-            addr: opts.url.addr,
-            error,
-        }
-    })?;
-
+    preflight(opts)?;
     let requests = Arc::new(target::render_requests(
         &opts.url,
         &opts.routes,
@@ -178,6 +167,34 @@ pub fn run(
     })
 }
 
+/// Checks that apply to every engine: connection count, and a server that answers at all.
+fn preflight(opts: &Options) -> Result<(), RunError> {
+    if opts.connections == 0 || opts.connections < opts.threads {
+        return Err(RunError::TooFewConnections {
+            connections: opts.connections,
+            threads: opts.threads,
+        });
+    }
+    // A clear error for a server that is not there, before any load starts.
+    std::net::TcpStream::connect_timeout(&opts.url.addr, opts.timeout).map_err(|error| {
+        RunError::Connect {
+            addr: opts.url.addr,
+            error,
+        }
+    })?;
+    Ok(())
+}
+
+/// The route mix as a goose scenario (one goose user per connection), in the same schema.
+#[cfg(feature = "goose")]
+pub fn run_goose(opts: &Options) -> Result<Report, RunError> {
+    preflight(opts)?;
+    if opts.max_requests.is_some() || !opts.warmup.is_zero() {
+        return Err(RunError::Engine("--engine goose runs for --duration only (no --requests, no --warmup: goose resets its metrics once every user runs)".into()));
+    }
+    goose_engine::run(opts)
+}
+
 fn sleep_until(t: Instant, abort: &AtomicBool) {
     while !abort.load(std::sync::atomic::Ordering::Relaxed) {
         let now = Instant::now();
@@ -197,7 +214,7 @@ pub fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-fn latency_stats(h: &hdrhistogram::Histogram<u64>) -> Latency {
+pub(crate) fn latency_stats(h: &hdrhistogram::Histogram<u64>) -> Latency {
     if h.is_empty() {
         return Latency::default();
     }

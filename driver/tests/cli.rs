@@ -97,6 +97,36 @@ fn json_has_the_schema() {
 }
 
 #[test]
+fn goose_engine_from_the_command_line() {
+    let server = TestServer::start(Mode::Length);
+    let out = rxload(&[
+        "-t1",
+        "-c2",
+        "-d",
+        "1s",
+        "--engine",
+        "goose",
+        "--json",
+        &server.url("/"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let r: driver::report::Report = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r.engine, "goose");
+    assert!(r.requests > 0);
+    let out = rxload(&[
+        "-c2",
+        "-d",
+        "1s",
+        "-n",
+        "5",
+        "--engine",
+        "goose",
+        &server.url("/"),
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("runs for --duration only"));
+}
+
+#[test]
 fn bad_input_gets_one_line_and_a_non_zero_exit() {
     // A port nothing listens on: bind one, note it, free it.
     let free = std::net::TcpListener::bind("127.0.0.1:0")

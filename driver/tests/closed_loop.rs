@@ -169,3 +169,45 @@ fn a_timed_run_reports_rates_latency_and_its_own_cost() {
         assert!(close(back.latency.mean_us, r.latency.mean_us));
     }
 }
+
+#[cfg(feature = "goose")]
+#[test]
+fn goose_runs_the_route_mix_as_a_scenario_in_the_same_schema() {
+    let server = TestServer::start(Mode::Length);
+    let mut o = options(&server.url("/"), BackendChoice::Auto);
+    o.routes = parse_routes("GET:/,GET:/user/0,POST:/user").unwrap();
+    o.connections = 3;
+    o.threads = 1;
+    o.duration = Duration::from_secs(2);
+    let r = driver::run_goose(&o).unwrap();
+    assert_eq!(r.engine, "goose");
+    assert!(r.requests > 30, "{r:?}");
+    assert_eq!(r.errors, report::Errors::default());
+    assert!(r.latency.p50_us > 0.0 && r.latency.p99_us >= r.latency.p50_us);
+    // Every user runs the three transactions in order: the server sees an even mix (goose
+    // stops users mid-sequence at the end, and its reset drops the ramp-up's requests).
+    let counts = server.counts.lock().unwrap();
+    let seen: Vec<u64> = ["GET:/", "GET:/user/0", "POST:/user"]
+        .iter()
+        .map(|k| counts.by_route.get(*k).copied().unwrap_or(0))
+        .collect();
+    let (lo, hi) = (*seen.iter().min().unwrap(), *seen.iter().max().unwrap());
+    assert!(lo > 0 && hi - lo <= 3 + hi / 50, "{seen:?}");
+    // The report counts no more than the server answered.
+    assert!(
+        r.requests <= counts.requests,
+        "{} > {}",
+        r.requests,
+        counts.requests
+    );
+    drop(counts);
+
+    let mut o = options(&server.url("/missing"), BackendChoice::Auto);
+    o.duration = Duration::from_secs(1);
+    let r = driver::run_goose(&o).unwrap();
+    assert!(
+        r.requests > 0 && r.errors.status == r.requests,
+        "{:?}",
+        r.errors
+    );
+}

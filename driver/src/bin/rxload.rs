@@ -15,6 +15,9 @@ enum Engine {
     Auto,
     IoUring,
     Epoll,
+    /// The route mix as a goose scenario (tokio + reqwest): the realism cross-check
+    #[cfg(feature = "goose")]
+    Goose,
 }
 
 /// A closed-loop HTTP/1.1 load generator with wrk's options and report, cheap enough per
@@ -148,9 +151,9 @@ fn run(cli: Cli) -> Result<(), RunError> {
         body: cli.body.into_bytes(),
         max_requests: cli.requests,
         backend: match cli.engine {
-            Engine::Auto => BackendChoice::Auto,
             Engine::IoUring => BackendChoice::IoUring,
             Engine::Epoll => BackendChoice::Epoll,
+            _ => BackendChoice::Auto,
         },
     };
     if !cli.json {
@@ -162,9 +165,13 @@ fn run(cli: Cli) -> Result<(), RunError> {
             opts.connections
         );
     }
-    let report = driver::run(&opts, Arc::new(AtomicBool::new(false)), |n| {
-        eprintln!("rxload: {n}")
-    })?;
+    let report = match cli.engine {
+        #[cfg(feature = "goose")]
+        Engine::Goose => driver::run_goose(&opts)?,
+        _ => driver::run(&opts, Arc::new(AtomicBool::new(false)), |n| {
+            eprintln!("rxload: {n}")
+        })?,
+    };
     if cli.json {
         println!("{}", serde_json::to_string(&report).expect("serialisable"));
     } else {
