@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, CreateContainerOptionsBuilder, KillContainerOptionsBuilder,
-    ListContainersOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
-    StatsOptionsBuilder, WaitContainerOptionsBuilder,
+    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, StatsOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -26,6 +26,8 @@ use crate::model::{Profile, ServerConfig, ServerCounters, Startup};
 pub const LABEL: &str = "rxbench";
 pub const IMAGE: &str = "rxbench-server:latest";
 pub const RUNNER_IMAGE: &str = "rxbench-runner:latest";
+pub const RXLOAD_IMAGE: &str = "rxbench-rxload:latest";
+const RXLOAD_DOCKERFILE: &str = include_str!("../../docker/Dockerfile.rxload.scratch");
 const NO_IO_URING_PROFILE: &str = include_str!("../../docker/seccomp/no-io-uring.json");
 const DOCKERFILE: &str = include_str!("../../docker/Dockerfile.scratch");
 const RUNNER_DOCKERFILE: &str = include_str!("../../docker/Dockerfile.runner.scratch");
@@ -37,6 +39,8 @@ pub struct Launch {
     pub config: ServerConfig,
     pub port: u16,
     pub cpus: Vec<usize>,
+    /// The run's own Docker network (`--network bridge`); `None`: host networking.
+    pub network: Option<String>,
 }
 
 impl Launch {
@@ -119,7 +123,137 @@ impl Engine {
                 n += 1;
             }
         }
+        let networks = docker
+            .list_networks(Some(
+                ListNetworksOptionsBuilder::default()
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await?;
+        for net in networks {
+            if let Some(name) = net.name {
+                let _ = docker.remove_network(&name).await;
+            }
+        }
         Ok(n)
+    }
+
+    /// The run's own bridge network, labelled so that a later run removes it if this one dies.
+    pub async fn create_network(&self, name: &str) -> Result<()> {
+        let Engine::Docker { docker, .. } = self else {
+            bail!("--network bridge needs a Docker engine");
+        };
+        let body = NetworkCreateRequest {
+            name: name.to_string(),
+            driver: Some("bridge".into()),
+            labels: Some([(LABEL.to_string(), "1".to_string())].into()),
+            ..Default::default()
+        };
+        docker
+            .create_network(body)
+            .await
+            .with_context(|| format!("creating network {name}"))?;
+        Ok(())
+    }
+
+    pub async fn remove_network(&self, name: &str) {
+        if let Engine::Docker { docker, .. } = self {
+            let _ = docker.remove_network(name).await;
+        }
+    }
+
+    /// The server container's address on `network`.
+    pub async fn address_on(&self, inst: &Instance, network: &str) -> Result<String> {
+        let (Engine::Docker { docker, .. }, Instance::Docker { id }) = (self, inst) else {
+            bail!("--network bridge needs a Docker engine");
+        };
+        let info = docker.inspect_container(id, None).await?;
+        info.network_settings
+            .and_then(|n| n.networks)
+            .and_then(|mut n| n.remove(network))
+            .and_then(|e| e.ip_address)
+            .filter(|ip| !ip.is_empty())
+            .with_context(|| format!("the server container has no address on {network}"))
+    }
+
+    /// Starts rxload in a container on `network`, pinned to `cpus`; the returned future waits
+    /// for it, reads its JSON report and removes it.
+    pub async fn start_driver_container(
+        &self,
+        name: &str,
+        network: &str,
+        cpus: &[usize],
+        args: Vec<String>,
+    ) -> Result<impl std::future::Future<Output = Result<driver::report::Report>> + Send + 'static>
+    {
+        let Engine::Docker { docker, .. } = self else {
+            bail!("--network bridge needs a Docker engine");
+        };
+        let cpuset = cpus
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let body = ContainerCreateBody {
+            image: Some(RXLOAD_IMAGE.into()),
+            cmd: Some(args),
+            labels: Some([(LABEL.to_string(), "1".to_string())].into()),
+            host_config: Some(HostConfig {
+                network_mode: Some(network.into()),
+                cpuset_cpus: (!cpuset.is_empty()).then_some(cpuset),
+                security_opt: Some(vec!["no-new-privileges:true".into()]),
+                cap_drop: Some(vec!["ALL".into()]),
+                readonly_rootfs: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let id = docker
+            .create_container(
+                Some(CreateContainerOptionsBuilder::default().name(name).build()),
+                body,
+            )
+            .await
+            .context("creating the driver container")?
+            .id;
+        docker
+            .start_container(&id, None)
+            .await
+            .context("starting the driver container")?;
+        let docker = docker.clone();
+        Ok(async move {
+            let wait = docker.wait_container(
+                &id,
+                Some(
+                    WaitContainerOptionsBuilder::default()
+                        .condition("not-running")
+                        .build(),
+                ),
+            );
+            let _ = wait.collect::<Vec<_>>().await;
+            let opts = LogsOptionsBuilder::default()
+                .stdout(true)
+                .stderr(true)
+                .build();
+            let (mut out, mut err) = (String::new(), String::new());
+            let mut logs = docker.logs(&id, Some(opts));
+            while let Some(Ok(chunk)) = logs.next().await {
+                match chunk {
+                    bollard::container::LogOutput::StdOut { message } => {
+                        out.push_str(&String::from_utf8_lossy(&message))
+                    }
+                    other => err.push_str(&other.to_string()),
+                }
+            }
+            let _ = docker
+                .remove_container(
+                    &id,
+                    Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+                )
+                .await;
+            serde_json::from_str(out.trim())
+                .with_context(|| format!("rxload in its container: {}", err.trim()))
+        })
     }
 
     /// Builds the scratch image around a static `server` (Docker; `None`: use the image
@@ -171,7 +305,7 @@ impl Engine {
                     ),
                     labels: Some([(LABEL.to_string(), "1".to_string())].into()),
                     host_config: Some(HostConfig {
-                        network_mode: Some("host".into()),
+                        network_mode: Some(launch.network.clone().unwrap_or_else(|| "host".into())),
                         cpuset_cpus: (!cpuset.is_empty()).then_some(cpuset),
                         security_opt: Some(security_opt),
                         cap_drop: Some(vec!["ALL".into()]),
@@ -442,52 +576,73 @@ fn tar_context(dockerfile: &str, name: &str, binary: &Path) -> Result<Vec<u8>> {
     Ok(builder.into_inner()?)
 }
 
-/// Builds a static `package` binary for `FROM scratch` (its own target dir, so the normal
-/// build cache stays warm). Returns the binary's path.
+/// `cargo build --release` of one binary into its own target dir, because the runner may itself
+/// run under a cargo that holds the workspace's build lock (`cargo run`, `cargo test`), and so
+/// that the static build does not invalidate the normal cache. Returns the binary's path.
+fn cargo_build(
+    root: &Path,
+    target_dir: &str,
+    static_crt: bool,
+    args: &[&str],
+    bin: &str,
+) -> Result<PathBuf> {
+    let target_dir = root.join(target_dir);
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["build", "--release"])
+        .args(args);
+    let mut out = target_dir;
+    if static_crt {
+        // --target keeps build scripts and proc-macros dynamically linked.
+        let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+        cmd.env("RUSTFLAGS", "-C target-feature=+crt-static")
+            .args(["--target", &triple]);
+        out = out.join(triple);
+    }
+    let status = cmd
+        .status()
+        .with_context(|| format!("running cargo to build {bin}"))?;
+    if !status.success() {
+        bail!("building {bin} failed ({status})");
+    }
+    Ok(out.join("release").join(bin))
+}
+
+/// A static `package` binary for `FROM scratch`.
 pub fn build_static(root: &Path, package: &str) -> Result<PathBuf> {
-    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
-    let target_dir = root.join("target/static");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(root)
-        .env("RUSTFLAGS", "-C target-feature=+crt-static")
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .args(["build", "--release", "-p", package, "--target", &triple])
-        .status()
-        .with_context(|| format!("running cargo to build a static {package}"))?;
-    if !status.success() {
-        bail!("building a static {package} failed ({status})");
-    }
-    Ok(target_dir.join(triple).join("release").join(package))
+    cargo_build(root, "target/static", true, &["-p", package], package)
 }
 
-/// Builds `rxload` with its goose engine (release) into the native target dir, for
-/// `--driver goose` (the runner itself links the driver without goose).
+/// `rxload` with its goose engine, for `--driver goose` (the runner itself links the driver
+/// without goose).
 pub fn build_rxload_with_goose(root: &Path) -> Result<PathBuf> {
-    let target_dir = root.join("target/native");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(root)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .args(["build", "--release", "-p", "driver", "--bin", "rxload"])
-        .status()
-        .context("running cargo to build rxload")?;
-    if !status.success() {
-        bail!("building rxload failed ({status})");
-    }
-    Ok(target_dir.join("release/rxload"))
+    cargo_build(
+        root,
+        "target/native",
+        false,
+        &["-p", "driver", "--bin", "rxload"],
+        "rxload",
+    )
 }
 
-/// Builds the native `server` (release) in its own target dir: the runner may itself run under
-/// a cargo that holds the workspace's build lock (`cargo run`, `cargo test`).
+/// A static `rxload` without goose, and its image, for `--network bridge`.
+pub async fn build_rxload_image(docker: &Docker, root: &Path) -> Result<()> {
+    let root = root.to_path_buf();
+    let binary = tokio::task::spawn_blocking(move || {
+        cargo_build(
+            &root,
+            "target/static",
+            true,
+            &["-p", "driver", "--no-default-features", "--bin", "rxload"],
+            "rxload",
+        )
+    })
+    .await??;
+    build_image(docker, RXLOAD_IMAGE, RXLOAD_DOCKERFILE, "rxload", &binary).await
+}
+
+/// The native `server`.
 pub fn build_native_server(root: &Path) -> Result<PathBuf> {
-    let target_dir = root.join("target/native");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(root)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .args(["build", "--release", "-p", "server"])
-        .status()
-        .context("running cargo to build the server")?;
-    if !status.success() {
-        bail!("building the server failed ({status})");
-    }
-    Ok(target_dir.join("release/server"))
+    cargo_build(root, "target/native", false, &["-p", "server"], "server")
 }

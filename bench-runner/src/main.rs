@@ -116,7 +116,9 @@ struct RunArgs {
     /// CPUs for the load generator (one driver thread each). Default: the second half
     #[arg(long, value_delimiter = ',')]
     load_cpus: Option<Vec<usize>>,
-    /// Network between driver and server. Only `host` (driver aims at --target-host, no NAT)
+    /// Network between driver and server: `host` (the driver runs here and aims at
+    /// --target-host, no NAT in the path, as the seed PR measured) or `bridge` (rxload runs in
+    /// a container on a Docker network the runner creates for the run and removes after)
     #[arg(long, default_value = "host")]
     network: String,
     /// Address the driver aims at: the engine's host. Loopback unless the engine is remote
@@ -247,6 +249,8 @@ struct Plan {
     configs: Vec<ServerConfig>,
     server_cpus: Vec<usize>,
     load_cpus: Vec<usize>,
+    /// `--network bridge`: the run's own Docker network (named once the run starts).
+    network: Option<String>,
 }
 
 impl Plan {
@@ -305,8 +309,17 @@ fn make_plan(a: &RunArgs, engine_native: bool) -> Result<(Plan, Vec<String>)> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    if a.network != "host" {
-        bail!("--network {}: only `host` is implemented (the driver runs on the host and aims at --target-host)", a.network);
+    match (a.network.as_str(), engine_native) {
+        ("host", _) => {}
+        ("bridge", false) => {
+            if a.driver != DriverChoice::Rxload {
+                bail!("--network bridge runs rxload in a container: it takes --driver rxload only");
+            }
+        }
+        ("bridge", true) => {
+            bail!("--network bridge needs a Docker engine (native mode has no networks)")
+        }
+        (other, _) => bail!("--network {other}: expected host or bridge"),
     }
     let (ds, dl) = default_split();
     let server_cpus = a.server_cpus.clone().unwrap_or(ds);
@@ -324,6 +337,7 @@ fn make_plan(a: &RunArgs, engine_native: bool) -> Result<(Plan, Vec<String>)> {
             configs,
             server_cpus,
             load_cpus,
+            network: None,
         },
         notes,
     ))
@@ -434,6 +448,16 @@ async fn run(args: RunArgs) -> Result<()> {
     {
         bail!("--driver wrk: wrk is not installed");
     }
+    let mut plan = plan;
+    if args.network == "bridge" {
+        if let Engine::Docker { docker, .. } = &engine {
+            eprintln!("bench-runner: building the rxload image for --network bridge…");
+            engine::build_rxload_image(docker, &root).await?;
+        }
+        let name = format!("rxbench-net-{}", std::process::id());
+        engine.create_network(&name).await?;
+        plan.network = Some(name);
+    }
     let goose_rxload = if args.driver == DriverChoice::Goose {
         let root = root.clone();
         Some(tokio::task::spawn_blocking(move || engine::build_rxload_with_goose(&root)).await??)
@@ -478,6 +502,9 @@ async fn run(args: RunArgs) -> Result<()> {
         }
     };
     bar.finish_and_clear();
+    if let Some(net) = &plan.network {
+        engine.remove_network(net).await;
+    }
     let removed = engine.remove_stale().await.unwrap_or(0);
     if removed > 0 {
         eprintln!("bench-runner: removed {removed} container(s)");
@@ -674,6 +701,7 @@ async fn measure(
         config,
         port: args.port,
         cpus: plan.server_cpus.clone(),
+        network: plan.network.clone(),
     };
     let mut inst = match engine.start(&launch).await {
         Ok(i) => i,
@@ -704,18 +732,54 @@ async fn measure(
     } else {
         warmup
     };
-    let load = tokio::task::spawn_blocking(move || {
-        run_driver(
-            driver_choice,
-            rxload.as_deref(),
-            &url,
-            conns,
-            warmup,
-            dur,
-            &load_cpus,
-            abort,
-        )
-    });
+    let load = match &plan.network {
+        // --network bridge: rxload in a container on the run's network, aimed at the server
+        // container's address there.
+        Some(net) => {
+            let started = match engine.address_on(&inst, net).await {
+                Ok(ip) => {
+                    let threads = load_cpus.len().clamp(1, conns as usize);
+                    let args: Vec<String> = vec![
+                        format!("-t{threads}"),
+                        format!("-c{conns}"),
+                        format!("-d{}ms", dur.as_millis()),
+                        format!("--warmup={}ms", warmup.as_millis()),
+                        "--json".into(),
+                        format!("http://{ip}:{}/", args.port),
+                    ];
+                    engine
+                        .start_driver_container(
+                            &format!("{}-load", launch.name),
+                            net,
+                            &load_cpus,
+                            args,
+                        )
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            match started {
+                Ok(fut) => tokio::spawn(fut),
+                Err(e) => {
+                    let (_, _) = engine.stop(inst).await;
+                    m.error = Some(format!("{e:#}"));
+                    return m;
+                }
+            }
+        }
+        None => tokio::task::spawn_blocking(move || {
+            run_driver(
+                driver_choice,
+                rxload.as_deref(),
+                &url,
+                conns,
+                warmup,
+                dur,
+                &load_cpus,
+                abort,
+            )
+        }),
+    };
     tokio::time::sleep(warmup).await;
     let t0 = Instant::now();
     let cpu0 = engine.cpu_ns(&inst).await;
@@ -882,11 +946,18 @@ mod tests {
             vec!["x", "--profiles", "strict"],
             vec!["x", "--configs", "kqueue"],
             vec!["x", "--rounds", "0"],
-            vec!["x", "--network", "bridge"],
+            vec!["x", "--network", "overlay"],
+            vec!["x", "--network", "bridge", "--driver", "wrk"],
         ] {
             let a = RunArgs::try_parse_from(&args).unwrap();
             assert!(make_plan(&a, false).is_err(), "{args:?}");
         }
+        let bridge = RunArgs::try_parse_from(["x", "--network", "bridge"]).unwrap();
+        assert!(make_plan(&bridge, false).is_ok());
+        assert!(
+            make_plan(&bridge, true).is_err(),
+            "native mode has no networks"
+        );
         let (plan, notes) = make_plan(&RunArgs::try_parse_from(["x"]).unwrap(), true).unwrap();
         assert!(!plan.profiles.contains(&Profile::Default));
         assert!(notes[0].starts_with("native mode"));

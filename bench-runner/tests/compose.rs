@@ -1,31 +1,26 @@
 //! compose.yaml parses with the installed Compose (Debian's docker-compose 1.29 here) and
 //! defines the three server profiles and the runner.
 
+mod common;
+
 use std::process::Command;
+
+use common::available_or_skip;
 
 #[test]
 fn compose_file_parses_and_has_the_services() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap();
-    let out = match Command::new("docker-compose")
+    let run = Command::new("docker-compose")
         .current_dir(root)
         .args(["-f", "compose.yaml", "config"])
-        .output()
-    {
-        Ok(o) => o,
-        Err(_) => {
-            assert!(
-                std::env::var_os("RXBENCH_REQUIRE_DOCKER").is_none(),
-                "docker-compose is not installed"
-            );
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                b"SKIPPED compose_file_parses_and_has_the_services: docker-compose not installed\n",
-            );
-            return;
-        }
-    };
+        .output();
+    let test = "compose_file_parses_and_has_the_services";
+    if !available_or_skip(run.is_ok(), test, "docker-compose is not installed") {
+        return;
+    }
+    let out = run.unwrap();
     assert!(
         out.status.success(),
         "{}",

@@ -1,20 +1,17 @@
 //! bench-runner end to end, on the real Docker engine and natively: a quick run of every
 //! profile, the observed backends, every output file against the schema, nothing left behind.
 
+mod common;
+
 use std::path::{Path, PathBuf};
+
+use common::{available_or_skip, docker_reachable};
 use std::process::Command;
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
 
 /// The quick runs use the same CPUs (server half, load half): one at a time.
 static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn docker_reachable() -> bool {
-    Command::new("docker")
-        .args(["info", "--format", "{{.ServerVersion}}"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 fn rxbench_containers() -> usize {
     let out = Command::new("docker")
@@ -25,19 +22,22 @@ fn rxbench_containers() -> usize {
 }
 
 fn quick_run(engine: &str, port: u16) -> (PathBuf, serde_json::Value) {
+    quick_run_with(engine, port, &["--configs", "rx,io_uring"])
+}
+
+fn quick_run_with(engine: &str, port: u16, extra: &[&str]) -> (PathBuf, serde_json::Value) {
     let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let out_dir = std::env::temp_dir().join(format!("rxbench-e2e-{engine}-{}", std::process::id()));
+    let tag: String = extra
+        .concat()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let out_dir =
+        std::env::temp_dir().join(format!("rxbench-e2e-{engine}-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
     let out = Command::new(RUNNER)
-        .args([
-            "--engine",
-            engine,
-            "--quick",
-            "--conns",
-            "64",
-            "--configs",
-            "rx,io_uring",
-        ])
+        .args(["--engine", engine, "--quick", "--conns", "64"])
+        .args(extra)
         .args(["--port", &port.to_string(), "--out"])
         .arg(&out_dir)
         .output()
@@ -133,16 +133,11 @@ fn check_rerender(dir: &Path) {
 
 #[test]
 fn docker_quick_run_of_every_profile() {
-    if !docker_reachable() {
-        assert!(
-            std::env::var_os("RXBENCH_REQUIRE_DOCKER").is_none(),
-            "RXBENCH_REQUIRE_DOCKER is set but no Docker engine answers"
-        );
-        // Straight to fd 2: the test harness captures eprintln!, and a skip must be seen.
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            b"SKIPPED docker_quick_run_of_every_profile: no Docker engine reachable here (CI's machine has one)\n",
-        );
+    if !available_or_skip(
+        docker_reachable(),
+        "docker_quick_run_of_every_profile",
+        "no Docker engine answers",
+    ) {
         return;
     }
     let (dir, summary) = quick_run("docker", 3941);
@@ -230,7 +225,10 @@ fn bad_arguments_fail_with_a_reason() {
             vec!["--dry-run", "--profiles", "strict"],
             "unknown profile 'strict'",
         ),
-        (vec!["--dry-run", "--network", "bridge"], "only `host`"),
+        (
+            vec!["--dry-run", "--network", "overlay"],
+            "expected host or bridge",
+        ),
         (vec!["report", "/nonexistent"], "raw.json"),
     ] {
         let out = Command::new(RUNNER).args(&args).output().unwrap();
@@ -242,15 +240,11 @@ fn bad_arguments_fail_with_a_reason() {
 
 #[test]
 fn ctrl_c_mid_run_leaves_no_container_and_keeps_what_was_measured() {
-    if !docker_reachable() {
-        assert!(
-            std::env::var_os("RXBENCH_REQUIRE_DOCKER").is_none(),
-            "RXBENCH_REQUIRE_DOCKER is set but no Docker engine answers"
-        );
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            b"SKIPPED ctrl_c_mid_run: no Docker engine reachable here\n",
-        );
+    if !available_or_skip(
+        docker_reachable(),
+        "ctrl_c_mid_run",
+        "no Docker engine answers",
+    ) {
         return;
     }
     let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
@@ -312,4 +306,44 @@ fn ctrl_c_mid_run_leaves_no_container_and_keeps_what_was_measured() {
     );
     assert!(dir.join("table.md").exists());
     std::fs::remove_dir_all(&out_dir).ok();
+}
+
+#[test]
+fn docker_bridge_network_puts_the_driver_in_a_container_and_cleans_up() {
+    if !available_or_skip(
+        docker_reachable(),
+        "docker_bridge_network",
+        "no Docker engine answers",
+    ) {
+        return;
+    }
+    let (dir, summary) = quick_run_with(
+        "docker",
+        3944,
+        &[
+            "--network",
+            "bridge",
+            "--configs",
+            "rx",
+            "--profiles",
+            "relaxed",
+        ],
+    );
+    check_schema(&summary, "docker ");
+    assert_eq!(summary["settings"]["network"], "bridge");
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("raw.json")).unwrap()).unwrap();
+    let url = raw["measurements"][0]["report"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The driver aimed at the server container's address on the run's network, not loopback.
+    assert!(!url.contains("127.0.0.1"), "{url}");
+    assert_eq!(rxbench_containers(), 0, "containers left behind");
+    let nets = Command::new("docker")
+        .args(["network", "ls", "-q", "--filter", "label=rxbench"])
+        .output()
+        .unwrap();
+    assert!(nets.stdout.is_empty(), "the run's network was not removed");
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
