@@ -264,7 +264,7 @@ impl Load {
     }
 
     fn send_next(&mut self, i: usize, now: Instant) {
-        let requests = self.plan.requests.clone();
+        let requests = &self.plan.requests;
         let slot = &mut self.slots[i];
         let Some(conn) = slot.conn else { return };
         if self.plan.max_requests.is_some_and(|max| self.sent >= max) {
