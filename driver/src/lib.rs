@@ -243,6 +243,9 @@ pub(crate) fn latency_stats(h: &hdrhistogram::Histogram<u64>) -> Latency {
 }
 
 fn rate_stats(samples: &[f64]) -> RateStats {
+    // Only finite rates: a report must serialise to JSON numbers (NaN would become null).
+    let samples: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    let samples = samples.as_slice();
     if samples.is_empty() {
         return RateStats::default();
     }
@@ -259,5 +262,19 @@ fn rate_stats(samples: &[f64]) -> RateStats {
         stdev,
         max: samples.iter().cloned().fold(0.0, f64::max),
         within_stdev_pct: within as f64 * 100.0 / n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_stats_ignore_non_finite_samples_and_serialise_as_numbers() {
+        let r = rate_stats(&[f64::NAN, 100.0, f64::INFINITY, 300.0]);
+        assert_eq!((r.mean, r.max), (200.0, 300.0));
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("null"), "{json}");
+        assert_eq!(rate_stats(&[f64::NAN]), RateStats::default());
     }
 }

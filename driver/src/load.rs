@@ -156,8 +156,10 @@ impl Load {
                 last_sample = (now, 0);
             }
             if now >= next_tick {
-                if self.recording {
-                    let dt = now.duration_since(last_sample.0).as_secs_f64();
+                let dt = now.duration_since(last_sample.0).as_secs_f64();
+                // A tick in the turn that started recording has no interval to measure (0/0
+                // would be NaN, which JSON cannot carry).
+                if self.recording && dt >= 0.01 {
                     let done = self.out.requests - last_sample.1;
                     self.out.rate_samples.push(done as f64 / dt);
                     last_sample = (now, self.out.requests);
