@@ -189,24 +189,9 @@ impl Engine {
         let Engine::Docker { docker, .. } = self else {
             bail!("--network bridge needs a Docker engine");
         };
-        let cpuset = cpus
-            .iter()
-            .map(usize::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
         let body = ContainerCreateBody {
-            image: Some(RXLOAD_IMAGE.into()),
             cmd: Some(args),
-            labels: Some([(LABEL.to_string(), "1".to_string())].into()),
-            host_config: Some(HostConfig {
-                network_mode: Some(network.into()),
-                cpuset_cpus: (!cpuset.is_empty()).then_some(cpuset),
-                security_opt: Some(vec!["no-new-privileges:true".into()]),
-                cap_drop: Some(vec!["ALL".into()]),
-                readonly_rootfs: Some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
+            ..locked_down(RXLOAD_IMAGE, network, cpus, None)
         };
         let id = docker
             .create_container(
@@ -286,33 +271,15 @@ impl Engine {
                     Profile::NoIoUring => Some(format!("seccomp={NO_IO_URING_PROFILE}")),
                     Profile::Relaxed => Some("seccomp=unconfined".to_string()),
                 };
-                let mut security_opt = vec!["no-new-privileges:true".to_string()];
-                security_opt.extend(seccomp);
-                let cpuset = launch
-                    .cpus
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",");
+                let network = launch.network.as_deref().unwrap_or("host");
+                let env = launch
+                    .env()
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
                 let body = ContainerCreateBody {
-                    image: Some(IMAGE.into()),
-                    env: Some(
-                        launch
-                            .env()
-                            .into_iter()
-                            .map(|(k, v)| format!("{k}={v}"))
-                            .collect(),
-                    ),
-                    labels: Some([(LABEL.to_string(), "1".to_string())].into()),
-                    host_config: Some(HostConfig {
-                        network_mode: Some(launch.network.clone().unwrap_or_else(|| "host".into())),
-                        cpuset_cpus: (!cpuset.is_empty()).then_some(cpuset),
-                        security_opt: Some(security_opt),
-                        cap_drop: Some(vec!["ALL".into()]),
-                        readonly_rootfs: Some(true),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
+                    env: Some(env),
+                    ..locked_down(IMAGE, network, &launch.cpus, seccomp)
                 };
                 let created = docker
                     .create_container(
@@ -510,6 +477,36 @@ impl Engine {
             }
             (_, _) => (None, vec![]),
         }
+    }
+}
+
+/// Every container the runner makes: labelled, pinned, read-only, no capabilities, no new
+/// privileges, plus the profile's seccomp option (`None`: the engine's default).
+fn locked_down(
+    image: &str,
+    network: &str,
+    cpus: &[usize],
+    seccomp: Option<String>,
+) -> ContainerCreateBody {
+    let cpuset = cpus
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut security_opt = vec!["no-new-privileges:true".to_string()];
+    security_opt.extend(seccomp);
+    ContainerCreateBody {
+        image: Some(image.into()),
+        labels: Some([(LABEL.to_string(), "1".to_string())].into()),
+        host_config: Some(HostConfig {
+            network_mode: Some(network.into()),
+            cpuset_cpus: (!cpuset.is_empty()).then_some(cpuset),
+            security_opt: Some(security_opt),
+            cap_drop: Some(vec!["ALL".into()]),
+            readonly_rootfs: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
     }
 }
 
