@@ -511,6 +511,7 @@ async fn run(args: RunArgs) -> Result<()> {
     }
     // Whatever happened, what was measured is written.
     note_profile_outcomes(&mut raw);
+    std::fs::write(dir.join("raw.json"), serde_json::to_string_pretty(&raw)?)?;
     let rows = render::write_all(&dir, &raw)?;
     let latest = args.out.join("latest");
     let _ = std::fs::remove_file(&latest);

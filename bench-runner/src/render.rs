@@ -20,7 +20,8 @@ pub struct Summary<'a> {
     pub rows: &'a [Row],
 }
 
-/// Writes every output file into `dir` from `raw` alone.
+/// Writes every output derived from `raw` into `dir` (raw.json itself is the runner's to write:
+/// re-rendering never rewrites the source).
 pub fn write_all(dir: &Path, raw: &Raw) -> Result<Vec<Row>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let rows = summarise(&raw.measurements);
@@ -28,7 +29,6 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Vec<Row>> {
         std::fs::write(dir.join(name), text)
             .with_context(|| format!("writing {}", dir.join(name).display()))
     };
-    write("raw.json", serde_json::to_string_pretty(raw)?)?;
     let summary = Summary {
         engine: &raw.engine,
         machine: &raw.machine,
@@ -248,15 +248,22 @@ pub fn chart(path: &Path, rows: &[Row]) -> Result<()> {
             })
             .collect()
     };
-    for (area, title, pick) in [
+    // Legends where the lines are not: req/s sits high, latency rises to the right.
+    let rate: fn(&Row) -> f64 = |r| r.rps_median;
+    let p50: fn(&Row) -> f64 = |r| r.p50_us_median / 1000.0;
+    for (area, title, pick, legend_at) in [
         (
             &left,
             "req/s (median)",
-            (|r: &Row| r.rps_median) as fn(&Row) -> f64,
+            rate,
+            SeriesLabelPosition::LowerRight,
         ),
-        (&right, "P50 latency (ms, median)", |r: &Row| {
-            r.p50_us_median / 1000.0
-        }),
+        (
+            &right,
+            "P50 latency (ms, median)",
+            p50,
+            SeriesLabelPosition::UpperLeft,
+        ),
     ] {
         let y_max = rows.iter().map(pick).fold(0.0, f64::max).max(1e-9) * 1.1;
         let mut chart = ChartBuilder::on(area)
@@ -285,6 +292,7 @@ pub fn chart(path: &Path, rows: &[Row]) -> Result<()> {
         }
         chart
             .configure_series_labels()
+            .position(legend_at)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .label_font(("sans-serif", 11))
