@@ -35,6 +35,22 @@ impl std::fmt::Display for BadKnob {
     }
 }
 
+/// A knob whose value is one of the reactor's named choices.
+fn choice<T: std::str::FromStr<Err = reactor::BadChoice>>(
+    read: &impl Fn(&'static str) -> Option<(&'static str, String)>,
+    knob: &'static str,
+    default: T,
+) -> Result<T, BadKnob> {
+    match read(knob) {
+        None => Ok(default),
+        Some((knob, value)) => value.parse().map_err(|e: reactor::BadChoice| BadKnob {
+            knob,
+            value,
+            expected: format!("one of {}", e.choices),
+        }),
+    }
+}
+
 impl Config {
     /// Reads every knob through `get` (the process environment in `main`).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, BadKnob> {
@@ -53,25 +69,8 @@ impl Config {
                     }),
                 }
             };
-        let choice = |knob: &'static str| -> Result<Option<String>, BadKnob> {
-            Ok(read(knob).map(|(_, v)| v))
-        };
-        let backend = match choice("APP_BACKEND")? {
-            None => BackendChoice::Auto,
-            Some(v) => v.parse().map_err(|e: reactor::BadChoice| BadKnob {
-                knob: "APP_BACKEND",
-                value: v,
-                expected: format!("one of {}", e.choices),
-            })?,
-        };
-        let epoll_mode = match choice("APP_EPOLL_MODE")? {
-            None => EpollMode::Rx,
-            Some(v) => v.parse().map_err(|e: reactor::BadChoice| BadKnob {
-                knob: "APP_EPOLL_MODE",
-                value: v,
-                expected: format!("one of {}", e.choices),
-            })?,
-        };
+        let backend = choice(&read, "APP_BACKEND", BackendChoice::Auto)?;
+        let epoll_mode = choice(&read, "APP_EPOLL_MODE", EpollMode::Rx)?;
         let pin = match read("APP_PIN") {
             None => false,
             Some((_, v)) if v == "0" => false,

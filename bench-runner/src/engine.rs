@@ -184,6 +184,7 @@ impl Engine {
         network: &str,
         cpus: &[usize],
         args: Vec<String>,
+        time_limit: Duration,
     ) -> Result<impl std::future::Future<Output = Result<driver::report::Report>> + Send + 'static>
     {
         let Engine::Docker { docker, .. } = self else {
@@ -207,15 +208,9 @@ impl Engine {
             .context("starting the driver container")?;
         let docker = docker.clone();
         Ok(async move {
-            let wait = docker.wait_container(
-                &id,
-                Some(
-                    WaitContainerOptionsBuilder::default()
-                        .condition("not-running")
-                        .build(),
-                ),
-            );
-            let _ = wait.collect::<Vec<_>>().await;
+            // rxload ends by itself after its warm-up and duration; this bound only stops a
+            // hung container from hanging the run.
+            wait_not_running(&docker, &id, time_limit).await;
             let opts = LogsOptionsBuilder::default()
                 .stdout(true)
                 .stderr(true)
@@ -230,12 +225,7 @@ impl Engine {
                     other => err.push_str(&other.to_string()),
                 }
             }
-            let _ = docker
-                .remove_container(
-                    &id,
-                    Some(RemoveContainerOptionsBuilder::default().force(true).build()),
-                )
-                .await;
+            force_remove(&docker, &id).await;
             serde_json::from_str(out.trim())
                 .with_context(|| format!("rxload in its container: {}", err.trim()))
         })
@@ -444,23 +434,9 @@ impl Engine {
                         ),
                     )
                     .await;
-                let wait = docker.wait_container(
-                    &id,
-                    Some(
-                        WaitContainerOptionsBuilder::default()
-                            .condition("not-running")
-                            .build(),
-                    ),
-                );
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(15), wait.collect::<Vec<_>>()).await;
+                wait_not_running(docker, &id, Duration::from_secs(15)).await;
                 let lines = self.logs(&Instance::Docker { id: id.clone() }).await;
-                let _ = docker
-                    .remove_container(
-                        &id,
-                        Some(RemoveContainerOptionsBuilder::default().force(true).build()),
-                    )
-                    .await;
+                force_remove(docker, &id).await;
                 (lines.iter().find_map(|l| ServerCounters::parse(l)), lines)
             }
             (_, Instance::Native { mut child, stderr }) => {
@@ -478,6 +454,21 @@ impl Engine {
             (_, _) => (None, vec![]),
         }
     }
+}
+
+/// Waits (at most `limit`) until the container is no longer running.
+async fn wait_not_running(docker: &Docker, id: &str, limit: Duration) {
+    let opts = WaitContainerOptionsBuilder::default()
+        .condition("not-running")
+        .build();
+    let wait = docker.wait_container(id, Some(opts));
+    let _ = tokio::time::timeout(limit, wait.collect::<Vec<_>>()).await;
+}
+
+/// Removes the container, running or not; a container already gone is not an error here.
+async fn force_remove(docker: &Docker, id: &str) {
+    let opts = RemoveContainerOptionsBuilder::default().force(true).build();
+    let _ = docker.remove_container(id, Some(opts)).await;
 }
 
 /// Every container the runner makes: labelled, pinned, read-only, no capabilities, no new

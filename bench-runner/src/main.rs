@@ -754,6 +754,7 @@ async fn measure(
                             net,
                             &load_cpus,
                             args,
+                            warmup + dur + Duration::from_secs(60),
                         )
                         .await
                 }

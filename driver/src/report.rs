@@ -104,6 +104,16 @@ fn cell(s: String, width: usize) -> String {
     format!("{s:>w$}{}", &"  "[..pad], w = width - pad)
 }
 
+/// One "Thread Stats" row: Avg, Stdev, Max in their columns, then +/- Stdev.
+fn stats_row(name: &str, [avg, stdev, max]: [String; 3], within_pct: f64) -> String {
+    format!(
+        "    {name:<10}{}{}{}{within_pct:8.2}%\n",
+        cell(avg, 8),
+        cell(stdev, 10),
+        cell(max, 9)
+    )
+}
+
 impl Report {
     /// The report in wrk's layout.
     pub fn to_wrk_text(&self, with_latency_distribution: bool) -> String {
@@ -123,21 +133,15 @@ impl Report {
             "  Thread Stats{:>6}{:>11}{:>8}{:>12}\n",
             "Avg", "Stdev", "Max", "+/- Stdev"
         );
-        s += &format!(
-            "    {:<10}{}{}{}{:8.2}%\n",
+        s += &stats_row(
             "Latency",
-            cell(time_us(l.mean_us), 8),
-            cell(time_us(l.stdev_us), 10),
-            cell(time_us(l.max_us), 9),
-            l.within_stdev_pct
+            [l.mean_us, l.stdev_us, l.max_us].map(time_us),
+            l.within_stdev_pct,
         );
-        s += &format!(
-            "    {:<10}{}{}{}{:8.2}%\n",
+        s += &stats_row(
             "Req/Sec",
-            cell(metric(r.mean), 8),
-            cell(metric(r.stdev), 10),
-            cell(metric(r.max), 9),
-            r.within_stdev_pct
+            [r.mean, r.stdev, r.max].map(metric),
+            r.within_stdev_pct,
         );
         if with_latency_distribution {
             s += "  Latency Distribution\n";

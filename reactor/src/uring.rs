@@ -300,18 +300,13 @@ impl Uring {
         let Some(fd) = c.fd.take() else {
             return;
         };
-        let mut cancels = Vec::new();
-        if c.recv.is_some() {
-            cancels.push(OP_RECV);
-        }
-        if c.send.is_some() {
-            cancels.push(OP_SEND);
-        }
-        if !c.want.is_empty() {
-            cancels.push(OP_POLL);
-        }
+        let in_flight = [
+            (c.recv.is_some(), OP_RECV),
+            (c.send.is_some(), OP_SEND),
+            (!c.want.is_empty(), OP_POLL),
+        ];
         let idle = c.in_flight == 0;
-        for op in cancels {
+        for (_, op) in in_flight.into_iter().filter(|(busy, _)| *busy) {
             let sqe = opcode::AsyncCancel::new(user_data(op, conn.slot))
                 .build()
                 .user_data(user_data(OP_IGNORE, 0));
