@@ -7,6 +7,11 @@ both), and the server's CPU use over the run (from /proc/PID/stat). Prints a mar
 medians. Needs wrk and nginx (Debian) and a release build of rxload and server.
 
 usage: scripts/compare-drivers.py [--rounds 3] [--seconds 5] [--conns 64,256,512] [--server nginx|rx|io_uring]
+                                  [--extra single,nobatch]
+
+--extra adds rxload variants as further drivers, to show what each choice is worth:
+  single   one receive SQE per response (--recv single) instead of the multishot receive
+  nobatch  a wake-up per completion (--batch-wait-us 0) instead of batched waits
 """
 import argparse, os, resource, statistics, subprocess, sys, tempfile, time, json
 
@@ -15,6 +20,7 @@ ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--seconds", type=int, default=5)
 ap.add_argument("--conns", default="64,256,512")
 ap.add_argument("--server", default="nginx", choices=["nginx", "rx", "io_uring"])
+ap.add_argument("--extra", default="")
 a = ap.parse_args()
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 port = 3921
@@ -44,8 +50,11 @@ def ticks(pid):
     return int(f[11]) + int(f[12])
 
 def run(driver, conns):
+    rxload = [f"{root}/target/release/rxload", "-t1", f"-c{conns}", f"-d{a.seconds}s", url]
     cmd = {"wrk": ["wrk", "-t1", f"-c{conns}", f"-d{a.seconds}s", url],
-           "rxload": [f"{root}/target/release/rxload", "-t1", f"-c{conns}", f"-d{a.seconds}s", url]}[driver]
+           "rxload": rxload,
+           "rxload-single": rxload[:1] + ["--recv", "single"] + rxload[1:],
+           "rxload-nobatch": rxload[:1] + ["--batch-wait-us", "0"] + rxload[1:]}[driver]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, s0 = ticks(server_pid), time.time()
     out = subprocess.run(["taskset", "-c", "1"] + cmd, capture_output=True, text=True).stdout
@@ -57,12 +66,17 @@ def run(driver, conns):
     hz = os.sysconf("SC_CLK_TCK")
     return {"rps": rps, "per_cpu_s": reqs / cpu, "server_cpu": 100 * (t1 - t0) / hz / (s1 - s0)}
 
+DRIVERS = ["wrk", "rxload"] + [f"rxload-{x}" for x in a.extra.split(",") if x]
+for d in DRIVERS[2:]:
+    if d not in ("rxload-single", "rxload-nobatch"):
+        sys.exit(f"compare-drivers: unknown --extra {d[7:]!r} (single, nobatch)")
 server, server_pid = start_server()
 rows = {}
 try:
     for conns in [int(c) for c in a.conns.split(",")]:
         for r in range(a.rounds):
-            order = ["wrk", "rxload"] if r % 2 == 0 else ["rxload", "wrk"]
+            drivers = DRIVERS
+            order = drivers[r % len(drivers):] + drivers[:r % len(drivers)]
             for d in order:
                 res = run(d, conns)
                 rows.setdefault((conns, d), []).append(res)
@@ -71,10 +85,12 @@ finally:
     server.terminate(); server.wait()
 med = lambda xs: statistics.median(xs)
 print(f"server: {a.server} on cpu0; drivers -t1 on cpu1; {a.rounds} interleaved rounds of {a.seconds}s; medians\n")
-print("| conns | wrk req/s | rxload req/s | wrk req/driver-CPU-s | rxload req/driver-CPU-s | ratio | server CPU under wrk | under rxload |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| conns | driver | req/s | req/driver-CPU-s | vs wrk | server CPU |")
+print("| --- | --- | --- | --- | --- | --- |")
 for conns in [int(c) for c in a.conns.split(",")]:
-    w, x = rows[(conns, "wrk")], rows[(conns, "rxload")]
-    wr, xr = med([r["per_cpu_s"] for r in w]), med([r["per_cpu_s"] for r in x])
-    print(f"| {conns} | {med([r['rps'] for r in w]):.0f} | {med([r['rps'] for r in x]):.0f} | {wr:.0f} | {xr:.0f} | {xr/wr:.2f}x | "
-          f"{med([r['server_cpu'] for r in w]):.0f}% | {med([r['server_cpu'] for r in x]):.0f}% |")
+    wr = med([r["per_cpu_s"] for r in rows[(conns, "wrk")]])
+    for d in DRIVERS:
+        x = rows[(conns, d)]
+        xr = med([r["per_cpu_s"] for r in x])
+        print(f"| {conns} | {d} | {med([r['rps'] for r in x]):.0f} | {xr:.0f} | {xr/wr:.2f}x | "
+              f"{med([r['server_cpu'] for r in x]):.0f}% |")

@@ -855,6 +855,8 @@ fn run_driver(
                 headers: vec![],
                 body: vec![],
                 backend: reactor::BackendChoice::Auto,
+                recv_multishot: true,
+                batch_wait: Duration::from_micros(100),
                 max_requests: None,
             };
             Ok(driver::run(&opts, abort, |n| eprintln!("rxload: {n}"))?)

@@ -37,6 +37,13 @@ pub struct Options {
     pub routes: Vec<Route>,
     pub body: Vec<u8>,
     pub backend: BackendChoice,
+    /// io_uring: one multishot receive per connection (see `reactor::Config::recv_multishot`)
+    /// instead of one receive SQE per response.
+    pub recv_multishot: bool,
+    /// io_uring: a loop turn sleeps until half the outstanding responses are in, or this long
+    /// has passed and at least one is (kernel 6.12+). Zero: wake for every completion. The
+    /// batching delay is inside the measured latency (docs/methodology.md).
+    pub batch_wait: Duration,
     /// Stop after this many complete responses in all (no warm-up allowed then), or at the
     /// end of `duration`, whichever comes first.
     pub max_requests: Option<u64>,
@@ -84,6 +91,8 @@ pub fn run(
             until,
             timeout: opts.timeout,
             backend: opts.backend,
+            recv_multishot: opts.recv_multishot,
+            batch_wait: opts.batch_wait,
             abort: abort.clone(),
             route_offset: t,
             max_requests: opts
@@ -124,6 +133,9 @@ pub fn run(
             backend.backend()
         ));
     }
+    if backend.epoll_mode.is_none() && !opts.batch_wait.is_zero() && !results[0].batches_waits {
+        note("this kernel has no io_uring min-wait (6.12+): one wake-up per completion");
+    }
 
     let mut latency = new_histogram();
     let mut rates = Vec::new();
@@ -150,6 +162,7 @@ pub fn run(
     Ok(Report {
         url: opts.url.text.clone(),
         engine: backend.backend(),
+        io_uring: Some(backend.io_uring()),
         threads: opts.threads as u64,
         connections: opts.connections as u64,
         duration_s: opts.duration.as_secs_f64(),

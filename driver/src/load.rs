@@ -25,6 +25,9 @@ const RECV_BUF: usize = 16 * 1024;
 /// A connection whose connect failed is retried after this long (not in a hot loop).
 const RECONNECT_DELAY: Duration = Duration::from_millis(50);
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+/// A turn waits for half the outstanding responses, for at most `ThreadPlan::batch_wait`: one
+/// wake-up per batch instead of one per response, and no stall with one or two connections.
+const BATCH_DIVISOR: usize = 2;
 
 /// What one load thread does.
 #[derive(Clone)]
@@ -39,6 +42,9 @@ pub struct ThreadPlan {
     pub until: Instant,
     pub timeout: Duration,
     pub backend: BackendChoice,
+    pub recv_multishot: bool,
+    /// io_uring: how long a loop turn may wait for a batch of responses (zero: no batching).
+    pub batch_wait: Duration,
     /// Set by the caller to end the run early (Ctrl-C).
     pub abort: Arc<AtomicBool>,
     /// First route for this thread's first connection (spreads the mix across threads).
@@ -60,6 +66,8 @@ pub struct ThreadResult {
     /// Syscall counts when recording started (to subtract the warm-up).
     pub syscalls_at_start: SyscallCounts,
     pub backend: BackendReport,
+    /// The reactor could wait for batches (io_uring with kernel min-wait).
+    pub batches_waits: bool,
 }
 
 #[derive(Default)]
@@ -92,6 +100,8 @@ struct Load {
     recording: bool,
     /// Requests put on the wire (for `max_requests`).
     sent: u64,
+    /// Requests on the wire without their whole response yet.
+    awaiting: usize,
     out: ThreadResult,
 }
 
@@ -101,10 +111,13 @@ pub fn run_thread(plan: ThreadPlan) -> Result<ThreadResult, String> {
         backend: plan.backend,
         nodelay: true,
         recv_poll_first: true,
+        recv_multishot: plan.recv_multishot,
+        batch_wait: plan.batch_wait,
         ..reactor::Config::default()
     };
     let reactor = Reactor::new(&config).map_err(|e| e.to_string())?;
     let backend = reactor.report();
+    let batches_waits = reactor.batches_waits();
     let mut load = Load {
         reactor,
         slots: (0..plan.connections)
@@ -116,6 +129,7 @@ pub fn run_thread(plan: ThreadPlan) -> Result<ThreadResult, String> {
         by_conn: Vec::new(),
         recording: false,
         sent: 0,
+        awaiting: 0,
         out: ThreadResult {
             requests: 0,
             bytes: 0,
@@ -126,6 +140,7 @@ pub fn run_thread(plan: ThreadPlan) -> Result<ThreadResult, String> {
             syscalls: SyscallCounts::default(),
             syscalls_at_start: SyscallCounts::default(),
             backend,
+            batches_waits,
         },
         plan,
     };
@@ -170,7 +185,16 @@ impl Load {
             let wait = next_tick
                 .min(self.plan.until)
                 .saturating_duration_since(now);
-            if self.reactor.poll(&mut events, Some(wait)).is_err() {
+            let batch = if self.plan.batch_wait.is_zero() {
+                1
+            } else {
+                (self.awaiting / BATCH_DIVISOR).max(1)
+            };
+            if self
+                .reactor
+                .poll_batch(&mut events, Some(wait), batch)
+                .is_err()
+            {
                 break;
             }
             let now = Instant::now();
@@ -199,6 +223,13 @@ impl Load {
         (self.slots.get(i)?.conn == Some(conn)).then_some(i)
     }
 
+    /// Sets slot `i`'s send time, keeping `awaiting` true; returns the previous one.
+    fn set_sent(&mut self, i: usize, at: Option<Instant>) -> Option<Instant> {
+        let old = std::mem::replace(&mut self.slots[i].sent_at, at);
+        self.awaiting = self.awaiting + usize::from(at.is_some()) - usize::from(old.is_some());
+        old
+    }
+
     fn connect(&mut self, i: usize, now: Instant) {
         let slot = &mut self.slots[i];
         slot.retry_at = None;
@@ -222,7 +253,8 @@ impl Load {
         slot.connecting = true;
         slot.connect_at = Some(now);
         slot.reader = ResponseReader::default();
-        slot.sent_at = None;
+        self.set_sent(i, None);
+        let slot = &mut self.slots[i];
         slot.send_when_free = false;
         if self.by_conn.len() <= conn.index() {
             self.by_conn.resize(conn.index() + 1, usize::MAX);
@@ -233,6 +265,7 @@ impl Load {
 
     /// Drops the connection and opens a new one (after a delay if `delay`).
     fn reconnect(&mut self, i: usize, now: Instant, delay: bool) {
+        self.set_sent(i, None);
         if let Some(conn) = self.slots[i].conn.take() {
             self.reactor.close(conn);
         }
@@ -279,8 +312,8 @@ impl Load {
         tx.clear();
         tx.extend_from_slice(&requests[slot.route]);
         slot.route = (slot.route + 1) % requests.len();
-        slot.sent_at = Some(now);
         slot.send_when_free = false;
+        self.set_sent(i, Some(now));
         self.sent += 1;
         if self.reactor.send(conn, tx).is_err() {
             self.out.errors.write += 1;
@@ -389,8 +422,7 @@ impl Load {
     }
 
     fn complete(&mut self, i: usize, status: u16, now: Instant) {
-        let slot = &mut self.slots[i];
-        let sent_at = slot.sent_at.take();
+        let sent_at = self.set_sent(i, None);
         if !self.recording {
             return;
         }

@@ -42,6 +42,10 @@ pub struct Report {
     pub url: String,
     /// `io_uring`, `epoll/rx`, `goose`, `wrk`.
     pub engine: String,
+    /// rxload's engines: the io_uring status (`active(<setup flags>[,recv_multishot])`,
+    /// `unavailable(EPERM)`, `not-tried`). Not in wrk's report.
+    #[serde(default)]
+    pub io_uring: Option<String>,
     pub threads: u64,
     pub connections: u64,
     /// The requested duration, in seconds.
@@ -226,6 +230,7 @@ pub fn parse_wrk_text(text: &str) -> Result<Report, ParseError> {
         req_per_thread: RateStats::default(),
         errors: Errors::default(),
         reconnects: None,
+        io_uring: None,
         driver_cpu_s: None,
         driver_syscalls: None,
     };

@@ -65,6 +65,7 @@ fn json_has_the_schema() {
     for key in [
         "url",
         "engine",
+        "io_uring",
         "threads",
         "connections",
         "duration_s",
@@ -91,6 +92,10 @@ fn json_has_the_schema() {
         assert!(v["errors"][key].is_u64(), "errors.{key}");
     }
     assert_eq!(v["engine"], "epoll/rx");
+    assert_eq!(
+        v["io_uring"], "not-tried",
+        "--engine epoll does not try io_uring"
+    );
     // Round-trips through the library's type.
     let r: driver::report::Report = serde_json::from_value(v).unwrap();
     assert!(r.requests > 0);

@@ -11,14 +11,20 @@ use driver::target::{parse_routes, Url};
 use driver::{report, Options};
 use reactor::BackendChoice;
 
-const ENGINES: [(BackendChoice, &str); 2] = [
-    (BackendChoice::IoUring, "io_uring"),
-    (BackendChoice::Epoll, "epoll/rx"),
+/// Each engine: (backend, multishot receives, the report's `engine`).
+const ENGINES: [(Engine, &str); 3] = [
+    ((BackendChoice::IoUring, true), "io_uring"),
+    ((BackendChoice::IoUring, false), "io_uring"),
+    ((BackendChoice::Epoll, false), "epoll/rx"),
 ];
 
-fn options(url: &str, backend: BackendChoice) -> Options {
+type Engine = (BackendChoice, bool);
+
+fn options(url: &str, (backend, recv_multishot): Engine) -> Options {
     let url = Url::parse(url).unwrap();
     Options {
+        recv_multishot,
+        batch_wait: Duration::from_micros(100),
         routes: parse_routes(&format!("GET:{}", url.path)).unwrap(),
         url,
         threads: 2,
@@ -46,6 +52,12 @@ fn a_counted_run_sends_exactly_that_many_requests() {
             o.max_requests = Some(1001);
             let r = run(&o);
             assert_eq!(r.engine, engine);
+            assert_eq!(
+                r.io_uring.as_deref().unwrap().contains(",recv_multishot)"),
+                backend.1,
+                "{engine}: {:?}",
+                r.io_uring
+            );
             assert_eq!(r.requests, 1001, "{engine}");
             assert_eq!(
                 server.requests(),
@@ -174,7 +186,7 @@ fn a_timed_run_reports_rates_latency_and_its_own_cost() {
 #[test]
 fn goose_runs_the_route_mix_as_a_scenario_in_the_same_schema() {
     let server = TestServer::start(Mode::Length);
-    let mut o = options(&server.url("/"), BackendChoice::Auto);
+    let mut o = options(&server.url("/"), (BackendChoice::Auto, true));
     o.routes = parse_routes("GET:/,GET:/user/0,POST:/user").unwrap();
     o.connections = 3;
     o.threads = 1;
@@ -202,7 +214,7 @@ fn goose_runs_the_route_mix_as_a_scenario_in_the_same_schema() {
     );
     drop(counts);
 
-    let mut o = options(&server.url("/missing"), BackendChoice::Auto);
+    let mut o = options(&server.url("/missing"), (BackendChoice::Auto, true));
     o.duration = Duration::from_secs(1);
     let r = driver::run_goose(&o).unwrap();
     assert!(

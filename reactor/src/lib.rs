@@ -30,6 +30,7 @@
 //! std::thread::spawn(move || waker.wake()).join().unwrap();
 //! ```
 
+mod bufring;
 mod epoll;
 pub mod fdtable;
 mod slab;
@@ -129,6 +130,16 @@ pub struct Config {
     /// attempt that would fail with EAGAIN. Right for a client, whose answer never arrives
     /// before it asked; wrong for a busy server, whose next request often already has.
     pub recv_poll_first: bool,
+    /// io_uring: one multishot receive per connection into a ring of provided buffers
+    /// (kernel 6.0+), copied into the armed buffer: no SQE and no poll re-arm per receive.
+    /// Off keeps one receive SQE per arm; a kernel that refuses the buffer ring keeps that too.
+    pub recv_multishot: bool,
+    /// Provided buffers (4 KiB each) for multishot receives, rounded up to a power of two. A
+    /// turn whose completions need more gets ENOBUFS and re-arms: slower, never wrong.
+    pub multishot_buffers: u16,
+    /// io_uring: how long [`Reactor::poll_batch`] may hold out for its batch before it returns
+    /// with whatever arrived (kernel 6.12's min-wait; without it, batches are not waited for).
+    pub batch_wait: Duration,
 }
 
 impl Default for Config {
@@ -139,6 +150,9 @@ impl Default for Config {
             ring_entries: 1024,
             nodelay: true,
             recv_poll_first: false,
+            recv_multishot: false,
+            multishot_buffers: 1024,
+            batch_wait: Duration::from_micros(100),
         }
     }
 }
@@ -148,8 +162,11 @@ impl Default for Config {
 pub enum IoUringStatus {
     /// Not tried (`APP_BACKEND=epoll`).
     NotTried,
-    /// Running, with these setup flags.
-    Active(&'static str),
+    /// Running, with these setup flags; `recv_multishot` when receives are multishot.
+    Active {
+        setup: &'static str,
+        recv_multishot: bool,
+    },
     /// `io_uring_setup` failed with this errno.
     Unavailable(Errno),
 }
@@ -171,11 +188,19 @@ impl BackendReport {
         }
     }
 
-    /// `active(<flags>)`, `unavailable(EPERM)` or `not-tried`.
+    /// `active(<flags>)`, `active(<flags>,recv_multishot)`, `unavailable(EPERM)` or
+    /// `not-tried`.
     pub fn io_uring(&self) -> String {
         match self.io_uring {
             IoUringStatus::NotTried => "not-tried".to_string(),
-            IoUringStatus::Active(flags) => format!("active({flags})"),
+            IoUringStatus::Active {
+                setup,
+                recv_multishot: false,
+            } => format!("active({setup})"),
+            IoUringStatus::Active {
+                setup,
+                recv_multishot: true,
+            } => format!("active({setup},recv_multishot)"),
             IoUringStatus::Unavailable(e) => format!("unavailable({})", e.name()),
         }
     }
@@ -354,7 +379,10 @@ impl Reactor {
             Ok(ring) => {
                 let report = BackendReport {
                     epoll_mode: None,
-                    io_uring: IoUringStatus::Active(ring.setup_flags()),
+                    io_uring: IoUringStatus::Active {
+                        setup: ring.setup_flags(),
+                        recv_multishot: ring.multishot(),
+                    },
                 };
                 (Backend::Uring(ring), report)
             }
@@ -464,7 +492,27 @@ impl Reactor {
         events: &mut Vec<Event>,
         timeout: Option<Duration>,
     ) -> Result<(), Errno> {
-        dispatch!(self, b => b.poll(events, timeout))
+        self.poll_batch(events, timeout, 1)
+    }
+
+    /// Whether [`Reactor::poll_batch`] can wait for a batch (io_uring on kernel 6.12+).
+    pub fn batches_waits(&self) -> bool {
+        matches!(&self.backend, Backend::Uring(b) if b.batches_waits())
+    }
+
+    /// [`Reactor::poll`] that, on io_uring, sleeps until `batch` completions are ready — or
+    /// `Config::batch_wait` has passed and at least one is — so a client whose answers trickle
+    /// in wakes once per batch instead of once per answer. epoll returns at the first event.
+    pub fn poll_batch(
+        &mut self,
+        events: &mut Vec<Event>,
+        timeout: Option<Duration>,
+        batch: usize,
+    ) -> Result<(), Errno> {
+        match &mut self.backend {
+            Backend::Epoll(b) => b.poll(events, timeout),
+            Backend::Uring(b) => b.poll(events, timeout, batch),
+        }
     }
 }
 

@@ -93,6 +93,7 @@ syscalls! {
     Setsockopt => "setsockopt",
     Read => "read",
     IoUringEnter => "io_uring_enter",
+    IoUringRegister => "io_uring_register",
 }
 
 /// Per-reactor syscall counts. `Copy`, so a snapshot is a plain assignment.
@@ -289,6 +290,11 @@ impl Sys {
 
     pub fn count_io_uring_enter(&mut self) {
         self.counts.bump(Syscall::IoUringEnter);
+    }
+
+    /// For `io_uring_register` calls made through the io-uring crate's `Submitter`.
+    pub fn count_io_uring_register(&mut self) {
+        self.counts.bump(Syscall::IoUringRegister);
     }
 }
 

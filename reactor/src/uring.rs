@@ -2,6 +2,11 @@
 //! all SQEs; each `poll` is one `io_uring_enter` that submits what the last turn queued and
 //! waits for at least one completion.
 //!
+//! With `Config::recv_multishot`, each connection gets one multishot receive for its lifetime:
+//! the kernel picks a buffer from a provided-buffer ring ([`BufRing`]) per completion and the
+//! bytes are copied into the caller's armed buffer — or kept in the connection's stash until the
+//! next arm. That saves the per-receive SQE and the poll arm/disarm a one-shot receive pays.
+//!
 //! Buffer invariant (the reason for the unsafe blocks): an SQE only ever points into a buffer
 //! owned by a slab entry (or by the reactor, for the waker), and that buffer is neither touched
 //! nor dropped until the SQE's completion is reaped. A closed connection's entry therefore stays
@@ -12,6 +17,7 @@ use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use crate::bufring::BufRing;
 use crate::fdtable;
 use crate::slab::Slab;
 use crate::sys::{Errno, Sys};
@@ -24,6 +30,14 @@ const OP_ACCEPT: u64 = 4;
 const OP_WAKE: u64 = 5;
 /// Cancels and closes: their completions carry nothing to act on.
 const OP_IGNORE: u64 = 6;
+const OP_RECV_MULTI: u64 = 7;
+
+const MULTISHOT_BUF_SIZE: usize = 4096;
+/// A multishot receive is cancelled once this much waits unclaimed in a connection's stash, so
+/// a caller that stops arming still pushes back on its peer through TCP, as with one-shot
+/// receives; the next arm that finds the stash empty starts a new one.
+const STASH_LIMIT: usize = 64 * 1024;
+const MULTISHOT_GROUP: u16 = 0;
 
 /// `IORING_RECVSEND_POLL_FIRST` (kernel 5.19), from include/uapi/linux/io_uring.h.
 const IORING_RECVSEND_POLL_FIRST: u16 = 1;
@@ -52,6 +66,14 @@ struct UConn {
     send: Option<(Vec<u8>, usize)>,
     want: Interest,
     in_flight: u32,
+    /// A multishot receive is in flight (it holds one `in_flight` count while it lasts).
+    multishot: bool,
+    /// Multishot: bytes that arrived while no receive was armed, or that did not fit.
+    stash: Vec<u8>,
+    /// Multishot: the end of stream or error that followed the stash.
+    stash_end: Option<Recv>,
+    /// Multishot: a cancel is queued because the stash is full.
+    stash_full: bool,
 }
 
 pub(crate) struct Uring {
@@ -67,7 +89,21 @@ pub(crate) struct Uring {
     wake_buf: Box<u64>,
     pending: Vec<Event>,
     cqes: Vec<(u64, i32, u32)>,
+    /// Present when multishot receives are on (`Config::recv_multishot` and the kernel took
+    /// the ring). Declared after `ring`, and unregistered in `Drop` before either goes.
+    bufring: Option<BufRing>,
+    /// Min-wait for batched waits, in µs; `None` when the kernel has no min-wait (< 6.12).
+    batch_wait_usec: Option<u32>,
     pub sys: Sys,
+}
+
+impl Drop for Uring {
+    fn drop(&mut self) {
+        if let Some(bufring) = &self.bufring {
+            self.sys.count_io_uring_register();
+            let _ = self.ring.submitter().unregister_buf_ring(bufring.group);
+        }
+    }
 }
 
 impl Uring {
@@ -95,8 +131,25 @@ impl Uring {
                         wake_buf: Box::new(0),
                         pending: Vec::new(),
                         cqes: Vec::with_capacity(256),
+                        bufring: None,
+                        batch_wait_usec: None,
                         sys: Sys::default(),
                     };
+                    if uring.ring.params().is_feature_min_timeout() {
+                        let usec = config.batch_wait.as_micros().min(u32::MAX as u128) as u32;
+                        uring.batch_wait_usec = Some(usec);
+                    }
+                    if config.recv_multishot {
+                        // A kernel without buffer rings (< 5.19) keeps one-shot receives.
+                        uring.sys.count_io_uring_register();
+                        uring.bufring = BufRing::new(
+                            &uring.ring.submitter(),
+                            config.multishot_buffers.next_power_of_two().max(1),
+                            MULTISHOT_BUF_SIZE,
+                            MULTISHOT_GROUP,
+                        )
+                        .ok();
+                    }
                     uring.arm_wake();
                     return Ok(uring);
                 }
@@ -113,6 +166,15 @@ impl Uring {
 
     pub fn setup_flags(&self) -> &'static str {
         self.setup_flags
+    }
+
+    pub fn batches_waits(&self) -> bool {
+        self.batch_wait_usec.is_some_and(|us| us > 0)
+    }
+
+    /// Whether receives are multishot (the buffer ring was registered).
+    pub fn multishot(&self) -> bool {
+        self.bufring.is_some()
     }
 
     fn push(&mut self, sqe: squeue::Entry) {
@@ -185,6 +247,10 @@ impl Uring {
             send: None,
             want: Interest::default(),
             in_flight: 0,
+            multishot: false,
+            stash: Vec::new(),
+            stash_end: None,
+            stash_full: false,
         })
     }
 
@@ -199,6 +265,9 @@ impl Uring {
     }
 
     pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
+        if self.bufring.is_some() {
+            return self.arm_recv_multishot(conn, buf);
+        }
         let ioprio = self.recv_ioprio;
         let Some((c, fd)) = self.open(conn) else {
             return Err(Refused {
@@ -221,6 +290,52 @@ impl Uring {
             .user_data(user_data(OP_RECV, conn.slot));
         c.in_flight += 1;
         self.push(sqe);
+        Ok(())
+    }
+
+    /// Multishot arm: delivers the stash at once if there is one, else parks the buffer for the
+    /// next completion, starting the connection's multishot receive the first time.
+    fn arm_recv_multishot(&mut self, conn: Conn, mut buf: Vec<u8>) -> Result<(), Refused> {
+        let Some((c, fd)) = self.open(conn) else {
+            return Err(Refused {
+                reason: RefuseReason::Stale,
+                buf,
+            });
+        };
+        if c.recv.is_some() {
+            return Err(Refused {
+                reason: RefuseReason::RecvArmed,
+                buf,
+            });
+        }
+        if !c.stash.is_empty() {
+            let n = c.stash.len().min(buf.capacity() - buf.len());
+            buf.extend_from_slice(&c.stash[..n]);
+            c.stash.drain(..n);
+            self.pending.push(Event::Received {
+                conn,
+                buf,
+                result: Recv::Data(n),
+            });
+            return Ok(());
+        }
+        if let Some(end) = c.stash_end.take() {
+            self.pending.push(Event::Received {
+                conn,
+                buf,
+                result: end,
+            });
+            return Ok(());
+        }
+        c.recv = Some(buf);
+        if !c.multishot {
+            c.multishot = true;
+            c.in_flight += 1;
+            let sqe = opcode::RecvMulti::new(types::Fd(fd), MULTISHOT_GROUP)
+                .build()
+                .user_data(user_data(OP_RECV_MULTI, conn.slot));
+            self.push(sqe);
+        }
         Ok(())
     }
 
@@ -301,7 +416,8 @@ impl Uring {
             return;
         };
         let in_flight = [
-            (c.recv.is_some(), OP_RECV),
+            (c.recv.is_some() && !c.multishot, OP_RECV),
+            (c.multishot, OP_RECV_MULTI),
             (c.send.is_some(), OP_SEND),
             (!c.want.is_empty(), OP_POLL),
         ];
@@ -323,7 +439,12 @@ impl Uring {
         }
     }
 
-    pub fn poll(&mut self, out: &mut Vec<Event>, timeout: Option<Duration>) -> Result<(), Errno> {
+    pub fn poll(
+        &mut self,
+        out: &mut Vec<Event>,
+        timeout: Option<Duration>,
+        batch: usize,
+    ) -> Result<(), Errno> {
         let wait = if self.pending.is_empty() {
             timeout
         } else {
@@ -331,12 +452,22 @@ impl Uring {
         };
         self.sys.count_io_uring_enter();
         let submitter = self.ring.submitter();
+        let (want, min_wait) = match (wait, self.batch_wait_usec) {
+            (Some(Duration::ZERO), _) | (_, None) => (1, 0),
+            (_, Some(usec)) => (batch.max(1), usec),
+        };
         let result = match wait {
-            None => submitter.submit_and_wait(1),
+            None if want == 1 => submitter.submit_and_wait(1),
+            None => {
+                let args = types::SubmitArgs::new().min_wait_usec(min_wait);
+                submitter.submit_with_args(want, &args)
+            }
             Some(d) => {
                 let ts = types::Timespec::from(d);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                submitter.submit_with_args(1, &args)
+                let args = types::SubmitArgs::new()
+                    .timespec(&ts)
+                    .min_wait_usec(min_wait);
+                submitter.submit_with_args(want, &args)
             }
         };
         match result.map_err(Errno::from) {
@@ -359,6 +490,7 @@ impl Uring {
             let slot = ud as u32;
             match ud >> 56 {
                 OP_RECV => self.on_recv(slot, res),
+                OP_RECV_MULTI => self.on_recv_multi(slot, res, flags),
                 OP_SEND => self.on_send(slot, res),
                 OP_POLL => self.on_poll(slot, res),
                 OP_ACCEPT => self.on_accept(slot, res, flags),
@@ -371,6 +503,9 @@ impl Uring {
         }
         cqes.clear();
         self.cqes = cqes;
+        if let Some(bufring) = &self.bufring {
+            bufring.publish(); // the buffers recycled this turn, before the next submit
+        }
     }
 
     /// The connection an operation on `slot` belongs to, with its in-flight count already
@@ -411,6 +546,87 @@ impl Uring {
         };
         let buf = c.recv.take().expect("armed");
         self.pending.push(Event::Received { conn, buf, result });
+    }
+
+    fn on_recv_multi(&mut self, slot: u32, res: i32, flags: u32) {
+        let bufring = self
+            .bufring
+            .as_mut()
+            .expect("multishot receives need the ring");
+        let bid = cqueue::buffer_select(flags);
+        let Some(conn) = self.conns.handle(slot) else {
+            if let Some(b) = bid {
+                bufring.recycle(b);
+            }
+            return;
+        };
+        let c = self.conns.get_mut(conn).expect("live slot");
+        let more = cqueue::more(flags);
+        if !more {
+            c.multishot = false;
+            c.stash_full = false;
+            c.in_flight -= 1;
+        }
+        if c.fd.is_none() {
+            if let Some(b) = bid {
+                bufring.recycle(b);
+            }
+            if c.in_flight == 0 {
+                self.conns.remove(conn);
+            }
+            return;
+        }
+        let end = match res {
+            n if n > 0 => {
+                let bid = bid.expect("a multishot receive with data names its buffer");
+                let bytes = bufring.bytes(bid, n as usize);
+                // The stash is empty whenever a buffer is armed (an arm drains it first).
+                if let Some(mut buf) = c.recv.take() {
+                    let take = bytes.len().min(buf.capacity() - buf.len());
+                    buf.extend_from_slice(&bytes[..take]);
+                    c.stash.extend_from_slice(&bytes[take..]);
+                    self.pending.push(Event::Received {
+                        conn,
+                        buf,
+                        result: Recv::Data(take),
+                    });
+                } else {
+                    c.stash.extend_from_slice(bytes);
+                }
+                bufring.recycle(bid);
+                if more && c.stash.len() >= STASH_LIMIT && !c.stash_full {
+                    c.stash_full = true;
+                    let sqe = opcode::AsyncCancel::new(user_data(OP_RECV_MULTI, slot))
+                        .build()
+                        .user_data(user_data(OP_IGNORE, 0));
+                    self.push(sqe);
+                    return;
+                }
+                None
+            }
+            0 => Some(Recv::Eof),
+            // Out of provided buffers, interrupted, or stopped for a full stash: the bytes wait
+            // in the socket.
+            e if [libc::ENOBUFS, libc::EAGAIN, libc::EINTR, libc::ECANCELED].contains(&-e) => None,
+            e => Some(Recv::Error(Errno(-e))),
+        };
+        match end {
+            Some(end) => match c.recv.take() {
+                Some(buf) => self.pending.push(Event::Received {
+                    conn,
+                    buf,
+                    result: end,
+                }),
+                None => c.stash_end = Some(end),
+            },
+            None if !more && c.recv.is_some() => {
+                // The kernel ended the multishot (ENOBUFS, or its own retry cap) while the
+                // caller still waits: start another.
+                let buf = c.recv.take().expect("armed");
+                let _ = self.arm_recv_multishot(conn, buf);
+            }
+            None => {}
+        }
     }
 
     fn on_send(&mut self, slot: u32, res: i32) {

@@ -55,7 +55,7 @@ proptest! {
 
     #[test]
     fn every_byte_exactly_once_in_order(
-        config_index in 0usize..4,
+        config_index in 0usize..5,
         payload in proptest::collection::vec(any::<u8>(), 1..20_000),
         chunks in proptest::collection::vec(1usize..3000, 1..12),
         arms in proptest::collection::vec(1usize..5000, 1..12),
@@ -69,7 +69,7 @@ proptest! {
 fn every_backend_gets_a_worst_case_run() {
     // One-byte arms against large writes, and large arms against one-byte writes.
     let payload: Vec<u8> = (0..3000u32).map(|i| (i * 7 % 256) as u8).collect();
-    for i in 0..4 {
+    for i in 0..all_configs().len() {
         run_case(i, &payload, &[3000], &[1], false);
         run_case(i, &payload, &[1], &[4096], true);
     }

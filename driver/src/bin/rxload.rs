@@ -20,6 +20,12 @@ enum Engine {
     Goose,
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum RecvMode {
+    Multishot,
+    Single,
+}
+
 /// A closed-loop HTTP/1.1 load generator with wrk's options and report, cheap enough per
 /// request to keep a one-core server saturated from one core.
 #[derive(Parser, Debug)]
@@ -73,6 +79,15 @@ struct Cli {
     /// I/O engine
     #[arg(long, value_enum, default_value_t = Engine::Auto)]
     engine: Engine,
+    /// io_uring receives: one multishot receive per connection into kernel-picked buffers, or
+    /// one receive SQE per response (for comparison)
+    #[arg(long, value_enum, default_value_t = RecvMode::Multishot)]
+    recv: RecvMode,
+    /// io_uring: microseconds a loop turn may wait for half the outstanding responses before
+    /// it takes what has arrived (0: wake for every response). The wait is inside the
+    /// reported latency
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    batch_wait_us: u32,
     /// Print the report as one JSON object instead of wrk's text
     #[arg(long)]
     json: bool,
@@ -150,6 +165,8 @@ fn run(cli: Cli) -> Result<(), RunError> {
         routes,
         body: cli.body.into_bytes(),
         max_requests: cli.requests,
+        recv_multishot: cli.recv == RecvMode::Multishot,
+        batch_wait: Duration::from_micros(cli.batch_wait_us.into()),
         backend: match cli.engine {
             Engine::IoUring => BackendChoice::IoUring,
             Engine::Epoll => BackendChoice::Epoll,

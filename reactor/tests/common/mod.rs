@@ -7,15 +7,19 @@ use std::time::{Duration, Instant};
 
 use reactor::{BackendChoice, Config, Conn, EpollMode, Event, Reactor, Recv};
 
-/// Every receive path: io_uring, then epoll rx / oneshot / legacy.
+/// Every receive path: io_uring, io_uring with multishot receives, then epoll rx / oneshot /
+/// legacy.
 pub fn all_configs() -> Vec<(&'static str, Config)> {
-    let mut out = vec![(
-        "io_uring",
-        Config {
-            backend: BackendChoice::IoUring,
-            ..Config::default()
-        },
-    )];
+    let mut out = vec![
+        (
+            "io_uring",
+            Config {
+                backend: BackendChoice::IoUring,
+                ..Config::default()
+            },
+        ),
+        ("io_uring/multishot", multishot(1024)),
+    ];
     for (name, mode) in [
         ("epoll/rx", EpollMode::Rx),
         ("epoll/oneshot", EpollMode::Oneshot),
@@ -24,6 +28,16 @@ pub fn all_configs() -> Vec<(&'static str, Config)> {
         out.push((name, epoll(mode)));
     }
     out
+}
+
+/// io_uring with multishot receives into `buffers` provided buffers.
+pub fn multishot(buffers: u16) -> Config {
+    Config {
+        backend: BackendChoice::IoUring,
+        recv_multishot: true,
+        multishot_buffers: buffers,
+        ..Config::default()
+    }
 }
 
 pub fn epoll(mode: EpollMode) -> Config {
