@@ -169,3 +169,28 @@ fn bad_input_gets_one_line_and_a_non_zero_exit() {
         assert!(!err.contains("panicked"));
     }
 }
+
+#[test]
+fn io_uring_options_from_the_command_line() {
+    let server = TestServer::start(Mode::Length);
+    for (args, multishot) in [
+        (vec!["--engine", "io_uring"], true),
+        (vec!["--engine", "io-uring", "--recv", "single"], false),
+        (vec!["--engine", "io_uring", "--batch-wait-us", "0"], true),
+    ] {
+        let url = server.url("/");
+        let mut all = vec!["-t", "1", "-c", "4", "-n", "200", "--json"];
+        all.extend(&args);
+        all.push(&url);
+        let out = rxload(&all);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["engine"], "io_uring", "{args:?}");
+        assert_eq!(v["requests"], 200, "{args:?}");
+        let status = v["io_uring"].as_str().unwrap();
+        assert_eq!(status.contains(",recv_multishot)"), multishot, "{status}");
+    }
+    let out = rxload(&["--batch-wait-us", "1000000", &server.url("/")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--batch-wait-us"));
+}

@@ -13,6 +13,8 @@ use reactor::BackendChoice;
 enum Engine {
     /// io_uring, falling back to epoll (and saying why) when it cannot be set up
     Auto,
+    /// io_uring or an error naming the errno
+    #[value(name = "io_uring", alias = "io-uring")]
     IoUring,
     Epoll,
     /// The route mix as a goose scenario (tokio + reqwest): the realism cross-check
