@@ -130,9 +130,9 @@ pub struct Config {
     /// attempt that would fail with EAGAIN. Right for a client, whose answer never arrives
     /// before it asked; wrong for a busy server, whose next request often already has.
     pub recv_poll_first: bool,
-    /// io_uring: one multishot receive per connection into a ring of provided buffers
-    /// (kernel 6.0+), copied into the armed buffer: no SQE and no poll re-arm per receive.
-    /// Off keeps one receive SQE per arm; a kernel that refuses the buffer ring keeps that too.
+    /// io_uring: one multishot receive per connection into a ring of provided buffers,
+    /// copied into the armed buffer: no SQE and no poll re-arm per receive. Off keeps one
+    /// receive SQE per arm, as does a kernel older than 6.10 or one that refuses the ring.
     pub recv_multishot: bool,
     /// Provided buffers (4 KiB each) for multishot receives, rounded up to a power of two. A
     /// turn whose completions need more gets ENOBUFS and re-arms: slower, never wrong.

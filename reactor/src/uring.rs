@@ -139,12 +139,17 @@ impl Uring {
                         let usec = config.batch_wait.as_micros().min(u32::MAX as u128) as u32;
                         uring.batch_wait_usec = Some(usec);
                     }
-                    if config.recv_multishot {
-                        // A kernel without buffer rings (< 5.19) keeps one-shot receives.
+                    // Multishot receives arrived in 6.0 without a feature flag of their own;
+                    // the bundle flag (6.10) proves them without a failing first receive. An
+                    // older kernel keeps one receive SQE per arm.
+                    if config.recv_multishot && uring.ring.params().is_feature_recvsend_bundle() {
                         uring.sys.count_io_uring_register();
                         uring.bufring = BufRing::new(
                             &uring.ring.submitter(),
-                            config.multishot_buffers.next_power_of_two().max(1),
+                            config
+                                .multishot_buffers
+                                .clamp(1, 1 << 15)
+                                .next_power_of_two(),
                             MULTISHOT_BUF_SIZE,
                             MULTISHOT_GROUP,
                         )
