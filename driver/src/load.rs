@@ -5,8 +5,9 @@
 //! Latency is measured with one clock read per loop turn: a request is stamped with the time
 //! of the turn that queued it (just before the enter or send() that puts it on the wire), and
 //! its response with the time of the turn that saw its last byte (just after the wait that
-//! returned it). Both ends therefore include the turn's batching delay, never less than the
-//! real time on the wire; no request is stamped late to flatter the figure.
+//! returned it). Both ends therefore include the turn's batching delay — with batched waits up
+//! to `ThreadPlan::batch_wait` — never less than the real time on the wire; no request is
+//! stamped late to flatter the figure.
 
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
@@ -223,7 +224,7 @@ impl Load {
         (self.slots.get(i)?.conn == Some(conn)).then_some(i)
     }
 
-    /// Sets slot `i`'s send time, keeping `awaiting` true; returns the previous one.
+    /// Sets slot `i`'s send time, keeping `awaiting` in step; returns the previous one.
     fn set_sent(&mut self, i: usize, at: Option<Instant>) -> Option<Instant> {
         let old = std::mem::replace(&mut self.slots[i].sent_at, at);
         self.awaiting = self.awaiting + usize::from(at.is_some()) - usize::from(old.is_some());
