@@ -270,22 +270,26 @@ impl Uring {
     }
 
     pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
-        if self.bufring.is_some() {
-            return self.arm_recv_multishot(conn, buf);
-        }
-        let ioprio = self.recv_ioprio;
-        let Some((c, fd)) = self.open(conn) else {
-            return Err(Refused {
-                reason: RefuseReason::Stale,
-                buf,
-            });
+        let refused = match self.open(conn) {
+            None => Some(RefuseReason::Stale),
+            Some((c, _)) if c.recv.is_some() => Some(RefuseReason::RecvArmed),
+            Some(_) => None,
         };
-        if c.recv.is_some() {
-            return Err(Refused {
-                reason: RefuseReason::RecvArmed,
-                buf,
-            });
+        if let Some(reason) = refused {
+            return Err(Refused { reason, buf });
         }
+        if self.bufring.is_some() {
+            self.arm_recv_multishot(conn, buf);
+        } else {
+            self.arm_recv_single(conn, buf);
+        }
+        Ok(())
+    }
+
+    /// One receive SQE into the buffer's spare capacity. The connection is open and unarmed.
+    fn arm_recv_single(&mut self, conn: Conn, buf: Vec<u8>) {
+        let ioprio = self.recv_ioprio;
+        let (c, fd) = self.open(conn).expect("checked by arm_recv");
         let buf = c.recv.insert(buf);
         let spare = buf.spare_capacity_mut();
         let len = spare.len().min(u32::MAX as usize) as u32;
@@ -295,24 +299,13 @@ impl Uring {
             .user_data(user_data(OP_RECV, conn.slot));
         c.in_flight += 1;
         self.push(sqe);
-        Ok(())
     }
 
     /// Multishot arm: delivers the stash at once if there is one, else parks the buffer for the
-    /// next completion, starting the connection's multishot receive the first time.
-    fn arm_recv_multishot(&mut self, conn: Conn, mut buf: Vec<u8>) -> Result<(), Refused> {
-        let Some((c, fd)) = self.open(conn) else {
-            return Err(Refused {
-                reason: RefuseReason::Stale,
-                buf,
-            });
-        };
-        if c.recv.is_some() {
-            return Err(Refused {
-                reason: RefuseReason::RecvArmed,
-                buf,
-            });
-        }
+    /// next completion, starting the connection's multishot receive the first time. The
+    /// connection is open and unarmed.
+    fn arm_recv_multishot(&mut self, conn: Conn, mut buf: Vec<u8>) {
+        let (c, fd) = self.open(conn).expect("checked by the caller");
         if !c.stash.is_empty() {
             let n = c.stash.len().min(buf.capacity() - buf.len());
             buf.extend_from_slice(&c.stash[..n]);
@@ -322,7 +315,7 @@ impl Uring {
                 buf,
                 result: Recv::Data(n),
             });
-            return Ok(());
+            return;
         }
         if let Some(end) = c.stash_end.take() {
             self.pending.push(Event::Received {
@@ -330,7 +323,7 @@ impl Uring {
                 buf,
                 result: end,
             });
-            return Ok(());
+            return;
         }
         c.recv = Some(buf);
         if !c.multishot {
@@ -341,7 +334,6 @@ impl Uring {
                 .user_data(user_data(OP_RECV_MULTI, conn.slot));
             self.push(sqe);
         }
-        Ok(())
     }
 
     fn submit_send(&mut self, conn: Conn) {
@@ -598,15 +590,6 @@ impl Uring {
                 } else {
                     c.stash.extend_from_slice(bytes);
                 }
-                bufring.recycle(bid);
-                if more && c.stash.len() >= STASH_LIMIT && !c.stash_full {
-                    c.stash_full = true;
-                    let sqe = opcode::AsyncCancel::new(user_data(OP_RECV_MULTI, slot))
-                        .build()
-                        .user_data(user_data(OP_IGNORE, 0));
-                    self.push(sqe);
-                    return;
-                }
                 None
             }
             0 => Some(Recv::Eof),
@@ -615,6 +598,12 @@ impl Uring {
             e if [libc::ENOBUFS, libc::EAGAIN, libc::EINTR, libc::ECANCELED].contains(&-e) => None,
             e => Some(Recv::Error(Errno(-e))),
         };
+        // A buffer the kernel consumed goes back whatever the result, or the ring shrinks.
+        if let Some(b) = bid {
+            bufring.recycle(b);
+        }
+        let stop_for_full_stash = more && c.stash.len() >= STASH_LIMIT && !c.stash_full;
+        c.stash_full |= stop_for_full_stash;
         match end {
             Some(end) => match c.recv.take() {
                 Some(buf) => self.pending.push(Event::Received {
@@ -628,9 +617,15 @@ impl Uring {
                 // The kernel ended the multishot (ENOBUFS, or its own retry cap) while the
                 // caller still waits: start another.
                 let buf = c.recv.take().expect("armed");
-                let _ = self.arm_recv_multishot(conn, buf);
+                self.arm_recv_multishot(conn, buf);
             }
             None => {}
+        }
+        if stop_for_full_stash {
+            let sqe = opcode::AsyncCancel::new(user_data(OP_RECV_MULTI, slot))
+                .build()
+                .user_data(user_data(OP_IGNORE, 0));
+            self.push(sqe);
         }
     }
 
