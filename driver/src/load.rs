@@ -186,11 +186,8 @@ impl Load {
             let wait = next_tick
                 .min(self.plan.until)
                 .saturating_duration_since(now);
-            let batch = if self.plan.batch_wait.is_zero() {
-                1
-            } else {
-                (self.awaiting / BATCH_DIVISOR).max(1)
-            };
+            // The reactor ignores the batch when `batch_wait` is zero.
+            let batch = (self.awaiting / BATCH_DIVISOR).max(1);
             if self
                 .reactor
                 .poll_batch(&mut events, Some(wait), batch)

@@ -344,9 +344,20 @@ HTTP/1.1 500 Oops\r\nConnection: CLOSE\r\nContent-Length: 0\r\n\r\n";
         }
     }
 
+    /// Each input alone is refused.
+    fn assert_all_rejected(inputs: &[&[u8]]) {
+        for bad in inputs {
+            assert!(
+                ResponseReader::default().feed(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
     #[test]
     fn bad_status_lines_and_lengths_are_errors() {
-        for bad in [
+        assert_all_rejected(&[
             &b"HTTP/1.1 20 OK\r\n\r\n"[..],
             b"HTTP/1.1 2000 OK\r\n\r\n",
             b"HTTP/1.1 099 Low\r\n\r\n",
@@ -354,13 +365,7 @@ HTTP/1.1 500 Oops\r\nConnection: CLOSE\r\nContent-Length: 0\r\n\r\n";
             b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
             b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
             b"HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\n",
-        ] {
-            assert!(
-                ResponseReader::default().feed(bad).is_err(),
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
-        }
+        ]);
     }
 
     #[test]
@@ -373,17 +378,11 @@ HTTP/1.1 500 Oops\r\nConnection: CLOSE\r\nContent-Length: 0\r\n\r\n";
 
     #[test]
     fn garbage_is_an_error() {
-        for bad in [
+        assert_all_rejected(&[
             &b"SMTP 220 hi\r\n\r\n"[..],
             b"HTTP/1.1 abc\r\n\r\n",
             b"HTTP/1.1 200 OK\r\nnocolon\r\n\r\n",
-        ] {
-            assert!(
-                ResponseReader::default().feed(bad).is_err(),
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
-        }
+        ]);
         let mut r = ResponseReader::default();
         assert_eq!(
             r.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),

@@ -138,7 +138,8 @@ pub struct Config {
     /// turn whose completions need more gets ENOBUFS and re-arms: slower, never wrong.
     pub multishot_buffers: u16,
     /// io_uring: how long [`Reactor::poll_batch`] may hold out for its batch before it returns
-    /// with whatever arrived (kernel 6.12's min-wait; without it, batches are not waited for).
+    /// with whatever arrived (kernel 6.12's min-wait). Zero, or a kernel without min-wait:
+    /// batches are not waited for.
     pub batch_wait: Duration,
 }
 

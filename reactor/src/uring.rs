@@ -92,7 +92,8 @@ pub(crate) struct Uring {
     /// Present when multishot receives are on (`Config::recv_multishot` and the kernel took
     /// the ring). Declared after `ring`, and unregistered in `Drop` before either goes.
     bufring: Option<BufRing>,
-    /// Min-wait for batched waits, in µs; `None` when the kernel has no min-wait (< 6.12).
+    /// Min-wait for batched waits, in µs; `None` when the kernel has no min-wait (< 6.12) or
+    /// `Config::batch_wait` is zero — a zero min-wait would hold out for the whole batch.
     batch_wait_usec: Option<u32>,
     pub sys: Sys,
 }
@@ -135,8 +136,8 @@ impl Uring {
                         batch_wait_usec: None,
                         sys: Sys::default(),
                     };
-                    if uring.ring.params().is_feature_min_timeout() {
-                        let usec = config.batch_wait.as_micros().min(u32::MAX as u128) as u32;
+                    let usec = config.batch_wait.as_micros().min(u32::MAX as u128) as u32;
+                    if usec > 0 && uring.ring.params().is_feature_min_timeout() {
                         uring.batch_wait_usec = Some(usec);
                     }
                     // Multishot receives arrived in 6.0 without a feature flag of their own;
@@ -174,7 +175,7 @@ impl Uring {
     }
 
     pub fn batches_waits(&self) -> bool {
-        self.batch_wait_usec.is_some_and(|us| us > 0)
+        self.batch_wait_usec.is_some()
     }
 
     /// Whether receives are multishot (the buffer ring was registered).
