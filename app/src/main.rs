@@ -2,7 +2,8 @@
 //!
 //! Knobs come from the environment (docs/runtime-config.md). The first line on stderr names the
 //! backend really running and why; SIGTERM or SIGINT stops accepting, finishes responses in
-//! flight and prints one JSON line of per-worker counters on stdout.
+//! flight and prints one JSON line of per-worker counters on stdout; SIGUSR1 prints the same
+//! line (`"event":"snapshot"`) and the server keeps serving.
 
 mod chunked;
 mod config;
@@ -12,14 +13,19 @@ mod worker;
 
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
 use reactor::{BackendReport, Reactor, Waker};
 use socket2::{Domain, Socket, Type};
 
 use crate::config::Config;
-use crate::worker::{Settings, Stats, Worker};
+use crate::worker::{Control, Settings, Stats, Worker};
+
+/// How long a snapshot waits for every worker's counters (a worker answers at its next loop
+/// turn; one that does not within this is named missing in the line).
+const SNAPSHOT_WAIT: Duration = Duration::from_secs(2);
 
 const HELP: &str = "\
 server: the-benchmarker/web-frameworks contract (GET /, GET /user/:id, POST /user) on the
@@ -27,6 +33,7 @@ rxbench reactor (io_uring, or epoll in rx / oneshot / legacy mode).
 
 usage:
   server                      serve on 0.0.0.0:$APP_PORT until SIGTERM or SIGINT
+                              (SIGUSR1: print the counters line and keep serving)
   server --healthcheck [URL]  GET URL (default http://127.0.0.1:$APP_PORT/); exit 0 on 2xx
   server --help
 
@@ -95,30 +102,31 @@ fn listener(port: u16) -> std::io::Result<Socket> {
     Ok(socket)
 }
 
-/// Blocks SIGTERM and SIGINT in this thread (and so in every worker spawned after), so that
-/// only `sigwait` in the main thread sees them.
-fn block_stop_signals() -> libc::sigset_t {
+/// Blocks SIGTERM, SIGINT and SIGUSR1 in this thread (and so in every worker spawned after),
+/// so that only `sigwait` in the main thread sees them.
+fn block_control_signals() -> libc::sigset_t {
     // SAFETY: sigset manipulation on a local set; pthread_sigmask on the calling thread.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
     }
 }
 
-fn wait_for_stop_signal(set: &libc::sigset_t) -> i32 {
+fn wait_for_signal(set: &libc::sigset_t) -> i32 {
     let mut sig = 0;
-    // SAFETY: `set` was initialised by block_stop_signals; sigwait writes the signal number.
+    // SAFETY: `set` was initialised by block_control_signals; sigwait writes the signal number.
     unsafe { libc::sigwait(set, &mut sig) };
     sig
 }
 
 fn serve() -> Result<(), String> {
     let config = Config::from_env().map_err(|e| e.to_string())?;
-    let signals = block_stop_signals();
+    let signals = block_control_signals();
     let cpus = allowed_cpus();
     let workers = config.workers.unwrap_or(cpus.len().max(1));
 
@@ -136,8 +144,9 @@ fn serve() -> Result<(), String> {
         listeners.push(listener(port).map_err(|e| format!("binding 0.0.0.0:{port}: {e}"))?);
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<(BackendReport, Waker), String>>();
+    let (snapshot_tx, snapshot_rx) = mpsc::channel::<(usize, Stats)>();
+    let mut controls = Vec::new();
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(usize, BackendReport, Waker), String>>();
     let mut handles = Vec::new();
     for (index, socket) in listeners.into_iter().enumerate() {
         let reactor_config = reactor::Config {
@@ -153,7 +162,9 @@ fn serve() -> Result<(), String> {
             },
         };
         let pin = (config.pin && !cpus.is_empty()).then(|| cpus[index % cpus.len()]);
-        let (ready, stop) = (ready_tx.clone(), stop.clone());
+        let control = Arc::new(Control::default());
+        controls.push(control.clone());
+        let (ready, snapshots) = (ready_tx.clone(), snapshot_tx.clone());
         let handle = std::thread::Builder::new()
             .name(format!("worker-{index}"))
             .spawn(move || -> std::io::Result<Stats> {
@@ -171,29 +182,45 @@ fn serve() -> Result<(), String> {
                         return Err(std::io::Error::other(e.to_string()));
                     }
                 };
-                let _ = ready.send(Ok((reactor.report(), reactor.waker())));
+                let _ = ready.send(Ok((index, reactor.report(), reactor.waker())));
                 drop(ready);
-                Worker::new(reactor, settings).run(OwnedFd::from(socket), stop)
+                Worker::new(reactor, settings).run(OwnedFd::from(socket), control, index, snapshots)
             })
             .map_err(|e| format!("spawning worker {index}: {e}"))?;
         handles.push(handle);
     }
-    drop(ready_tx);
+    drop((ready_tx, snapshot_tx));
 
-    let mut wakers = Vec::new();
-    let mut report = None;
+    // Workers report ready in any order; `wakers[i]` must wake worker i (it pairs with
+    // `controls[i]`).
+    let mut ready: Vec<Option<(BackendReport, Waker)>> = (0..workers).map(|_| None).collect();
     for result in ready_rx.iter().take(workers) {
-        let (r, waker) = result?; // a worker that cannot start stops the server
-        report = Some(r);
-        wakers.push(waker);
+        let (index, r, waker) = result?; // a worker that cannot start stops the server
+        ready[index] = Some((r, waker));
     }
-    let report = report.ok_or("no worker started")?;
+    let (reports, wakers): (Vec<BackendReport>, Vec<Waker>) = ready
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or("a worker ended before reporting ready")?
+        .into_iter()
+        .unzip();
+    let report = reports.into_iter().next().ok_or("no worker started")?;
     eprintln!("server listening on 0.0.0.0:{port} workers={workers} {report}");
 
-    let sig = wait_for_stop_signal(&signals);
-    stop.store(true, Ordering::Relaxed);
-    for w in &wakers {
-        w.wake();
+    let mut snapshots_taken = 0u64;
+    let sig = loop {
+        match wait_for_signal(&signals) {
+            libc::SIGUSR1 => {
+                snapshots_taken += 1;
+                let line = snapshot(&controls, &wakers, &snapshot_rx, snapshots_taken, &report);
+                println!("{line}");
+            }
+            sig => break sig,
+        }
+    };
+    for (control, waker) in controls.iter().zip(&wakers) {
+        control.stop.store(true, Ordering::Relaxed);
+        waker.wake();
     }
     let mut per_worker = Vec::new();
     for (index, h) in handles.into_iter().enumerate() {
@@ -212,6 +239,46 @@ fn serve() -> Result<(), String> {
     });
     println!("{line}");
     Ok(())
+}
+
+/// Asks every worker for its counters and returns the snapshot line (the shutdown line's
+/// layout, `"event":"snapshot"`, numbered by `seq`). Workers keep serving throughout.
+fn snapshot(
+    controls: &[Arc<Control>],
+    wakers: &[Waker],
+    replies: &mpsc::Receiver<(usize, Stats)>,
+    seq: u64,
+    report: &BackendReport,
+) -> serde_json::Value {
+    // A reply to an earlier snapshot that timed out is stale now.
+    while replies.try_recv().is_ok() {}
+    for (control, waker) in controls.iter().zip(wakers) {
+        control.snapshot.store(true, Ordering::Relaxed);
+        waker.wake();
+    }
+    let deadline = std::time::Instant::now() + SNAPSHOT_WAIT;
+    let mut got: Vec<Option<Stats>> = vec![None; controls.len()];
+    while got.iter().any(Option::is_none) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match replies.recv_timeout(left) {
+            Ok((index, stats)) => got[index] = Some(stats),
+            Err(_) => break,
+        }
+    }
+    let missing: Vec<usize> = (0..got.len()).filter(|&i| got[i].is_none()).collect();
+    let workers: Vec<serde_json::Value> = got
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.as_ref().map(|s| stats_json(i, s)))
+        .collect();
+    serde_json::json!({
+        "event": "snapshot",
+        "seq": seq,
+        "backend": report.backend(),
+        "io_uring": report.io_uring(),
+        "workers": workers,
+        "missing_workers": missing,
+    })
 }
 
 fn stats_json(index: usize, stats: &Stats) -> serde_json::Value {

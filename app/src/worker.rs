@@ -3,6 +3,7 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -26,7 +27,8 @@ pub struct Settings {
     pub limits: Limits,
 }
 
-/// What a worker reports when it ends.
+/// What a worker reports when asked (a snapshot) and when it ends.
+#[derive(Clone, Copy)]
 pub struct Stats {
     pub requests: u64,
     pub connections: u64,
@@ -40,6 +42,16 @@ enum Phase {
     CloseAfterSend,
     /// FIN sent; reading and discarding until EOF or the deadline.
     Lingering,
+}
+
+/// What the main thread asks of one worker. Both bits are read with one relaxed load per loop
+/// turn; the asker sets a bit and then wakes the worker's reactor.
+#[derive(Default)]
+pub struct Control {
+    /// Stop accepting, finish the responses in flight, return.
+    pub stop: AtomicBool,
+    /// Send a [`Stats`] snapshot on the worker's reply channel and carry on serving.
+    pub snapshot: AtomicBool,
 }
 
 struct Session {
@@ -102,8 +114,16 @@ impl Worker {
         }
     }
 
-    /// Serves until `stop` is set (and the reactor woken), then finishes responses in flight.
-    pub fn run(mut self, listener: OwnedFd, stop: Arc<AtomicBool>) -> std::io::Result<Stats> {
+    /// Serves until `control.stop` is set (and the reactor woken), then finishes responses in
+    /// flight. Each `control.snapshot` request is answered on `snapshots` with this worker's
+    /// index and its counters so far.
+    pub fn run(
+        mut self,
+        listener: OwnedFd,
+        control: Arc<Control>,
+        index: usize,
+        snapshots: Sender<(usize, Stats)>,
+    ) -> std::io::Result<Stats> {
         let listener = self.reactor.listen(listener).map_err(|e| e.to_io())?;
         let mut events = Vec::with_capacity(1024);
         let mut next_sweep = Instant::now() + Duration::from_secs(1);
@@ -119,7 +139,13 @@ impl Worker {
             for event in events.drain(..) {
                 self.on_event(event, now);
             }
-            if stopping_since.is_none() && stop.load(Ordering::Relaxed) {
+            if control.snapshot.load(Ordering::Relaxed)
+                && control.snapshot.swap(false, Ordering::Relaxed)
+            {
+                // The asker may have gone (it waits a bounded time): nothing to do then.
+                let _ = snapshots.send((index, self.stats_now()));
+            }
+            if stopping_since.is_none() && control.stop.load(Ordering::Relaxed) {
                 self.reactor.unlisten(listener);
                 stopping_since = Some(now);
                 self.drain_idle();
@@ -134,8 +160,14 @@ impl Worker {
                 next_sweep = now + Duration::from_secs(1);
             }
         }
-        self.stats.syscalls = self.reactor.counts();
-        Ok(self.stats)
+        Ok(self.stats_now())
+    }
+
+    fn stats_now(&self) -> Stats {
+        Stats {
+            syscalls: self.reactor.counts(),
+            ..self.stats
+        }
     }
 
     fn on_event(&mut self, event: Event, now: Instant) {

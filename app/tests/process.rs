@@ -96,6 +96,54 @@ fn slow_and_idle_clients_are_closed_on_time() {
 }
 
 #[test]
+fn sigusr1_prints_the_counters_so_far_and_the_server_keeps_serving() {
+    for backend in ["epoll", "io_uring"] {
+        let mut server = Server::start(Launch {
+            env: &[("APP_WORKERS", "2"), ("APP_BACKEND", backend)],
+            deny_io_uring: None,
+        });
+        let requests = |json: &serde_json::Value| -> u64 {
+            let workers = json["workers"].as_array().unwrap();
+            workers
+                .iter()
+                .map(|w| w["requests"].as_u64().unwrap())
+                .sum()
+        };
+        let syscalls = |json: &serde_json::Value| -> u64 {
+            let workers = json["workers"].as_array().unwrap();
+            workers
+                .iter()
+                .map(|w| w["syscalls_total"].as_u64().unwrap())
+                .sum()
+        };
+        let mut client = server.connect();
+        for _ in 0..10 {
+            assert_eq!(client.get("/").status, 200);
+        }
+        let first = server.snapshot();
+        assert_eq!(first["event"], "snapshot", "{first}");
+        assert_eq!(first["seq"], 1);
+        assert_eq!(first["workers"].as_array().unwrap().len(), 2, "{first}");
+        assert_eq!(first["missing_workers"], serde_json::json!([]));
+        assert_eq!(requests(&first), 10, "{first}");
+        // The same connection still works: a snapshot neither stops nor disturbs serving.
+        for _ in 0..5 {
+            assert_eq!(client.get("/user/7").body, b"7");
+        }
+        let second = server.snapshot();
+        assert_eq!((second["seq"].as_u64(), requests(&second)), (Some(2), 15));
+        assert!(syscalls(&second) > syscalls(&first), "{first} {second}");
+        drop(client);
+        let (status, last, _) = server.stop();
+        assert!(status.success(), "{backend}: {status:?}");
+        assert_eq!(
+            (last["event"].as_str(), requests(&last)),
+            (Some("shutdown"), 15)
+        );
+    }
+}
+
+#[test]
 fn workers_default_to_the_affinity_mask_and_share_one_port() {
     if Command::new("taskset").arg("-V").output().is_err() {
         panic!("taskset (util-linux) is needed to restrict the affinity mask");

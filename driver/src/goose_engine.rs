@@ -115,5 +115,6 @@ pub fn run(opts: &Options) -> Result<Report, RunError> {
         // measured window.
         driver_cpu_s: Some(cpu),
         driver_syscalls: None,
+        latency_buckets: None,
     })
 }

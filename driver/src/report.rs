@@ -66,6 +66,53 @@ pub struct Report {
     pub driver_cpu_s: Option<f64>,
     /// Syscalls the driver's event loops made, by name.
     pub driver_syscalls: Option<std::collections::BTreeMap<String, u64>>,
+    /// rxload's engines: the latency histogram at two significant digits, so that reports
+    /// can be merged (not in wrk's or goose's report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_buckets: Option<LatencyBuckets>,
+}
+
+/// A latency histogram reduced to two significant digits (1 % wide buckets): `(upper value
+/// of the bucket in µs, count)` pairs in rising order. Small enough to keep one per
+/// measurement, exact enough to merge several into one set of percentiles.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyBuckets(pub Vec<(u64, u64)>);
+
+impl LatencyBuckets {
+    pub fn from_histogram(h: &hdrhistogram::Histogram<u64>) -> LatencyBuckets {
+        let mut buckets = std::collections::BTreeMap::new();
+        for v in h.iter_recorded() {
+            *buckets
+                .entry(two_digits_up(v.value_iterated_to()))
+                .or_insert(0) += v.count_at_value();
+        }
+        LatencyBuckets(buckets.into_iter().collect())
+    }
+
+    /// The `q` quantile (0–1) of all the parts together; `None` when they hold no sample.
+    pub fn merged_quantile(parts: &[&LatencyBuckets], q: f64) -> Option<f64> {
+        let mut all: Vec<(u64, u64)> = parts.iter().flat_map(|p| p.0.iter().copied()).collect();
+        all.sort_unstable();
+        let total: u64 = all.iter().map(|&(_, n)| n).sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        all.into_iter().find_map(|(value, n)| {
+            seen += n;
+            (seen >= rank).then_some(value as f64)
+        })
+    }
+}
+
+/// `v` rounded up to two significant digits (1234 → 1300, 99 → 99, 7 → 7).
+fn two_digits_up(v: u64) -> u64 {
+    let mut step = 1;
+    while v / step >= 100 {
+        step *= 10;
+    }
+    v.div_ceil(step) * step
 }
 
 /// wrk's `format_units`: divide while the amount is at least 85 % of the next unit.
@@ -233,6 +280,7 @@ pub fn parse_wrk_text(text: &str) -> Result<Report, ParseError> {
         io_uring: None,
         driver_cpu_s: None,
         driver_syscalls: None,
+        latency_buckets: None,
     };
     let (mut saw_rps, mut saw_requests, mut saw_latency) = (false, false, false);
     for line in text.lines() {
@@ -313,6 +361,34 @@ pub fn parse_wrk_text(text: &str) -> Result<Report, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_buckets_keep_two_digits_and_merge_into_the_right_percentiles() {
+        assert_eq!(
+            [7, 99, 100, 101, 1234, 99_999].map(two_digits_up),
+            [7, 99, 100, 110, 1300, 100_000]
+        );
+        let mut fast = crate::load::new_histogram();
+        let mut slow = crate::load::new_histogram();
+        for us in 100..200 {
+            fast.record_n(us, 9).unwrap(); // 900 samples in 100–199 µs
+        }
+        slow.record_n(5_000, 100).unwrap(); // 100 samples at 5 ms
+        let (a, b) = (
+            LatencyBuckets::from_histogram(&fast),
+            LatencyBuckets::from_histogram(&slow),
+        );
+        assert!(a.0.len() <= 11, "two digits: {:?}", a.0);
+        assert_eq!(a.0.iter().map(|&(_, n)| n).sum::<u64>(), 900);
+        let p50 = LatencyBuckets::merged_quantile(&[&a, &b], 0.5).unwrap();
+        assert!((150.0..=160.0).contains(&p50), "{p50}");
+        // 10 % of the merged samples are at 5 ms: P99 is there (its bucket's upper edge, so
+        // never below the truth, at most 2 % above), P89 is not.
+        let p99 = LatencyBuckets::merged_quantile(&[&a, &b], 0.99).unwrap();
+        assert!((5000.0..=5100.0).contains(&p99), "{p99}");
+        assert!(LatencyBuckets::merged_quantile(&[&a, &b], 0.89).unwrap() < 300.0);
+        assert_eq!(LatencyBuckets::merged_quantile(&[], 0.5), None);
+    }
 
     /// A report as real wrk 4.2 printed it (Debian's wrk against nginx here).
     const REAL_WRK: &str = "Running 5s test @ http://127.0.0.1:3918/

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 pub const SERVER: &str = env!("CARGO_BIN_EXE_server");
@@ -15,6 +15,7 @@ pub struct Server {
     pub port: u16,
     pub first_line: String,
     stderr: Option<BufReader<ChildStderr>>,
+    stdout: Option<BufReader<ChildStdout>>,
 }
 
 /// How a test wants the server launched.
@@ -36,6 +37,7 @@ impl Server {
             sandbox::deny_io_uring_in_child(&mut cmd, errno).unwrap();
         }
         let mut child = cmd.spawn().expect("spawn server");
+        let stdout = Some(BufReader::new(child.stdout.take().unwrap()));
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut first_line = String::new();
         stderr.read_line(&mut first_line).unwrap();
@@ -50,7 +52,17 @@ impl Server {
             port,
             first_line,
             stderr: Some(stderr),
+            stdout,
         }
+    }
+
+    /// SIGUSR1, then the counters line the server prints for it (it keeps serving).
+    pub fn snapshot(&mut self) -> serde_json::Value {
+        self.signal(libc::SIGUSR1);
+        let mut line = String::new();
+        self.stdout.as_mut().unwrap().read_line(&mut line).unwrap();
+        serde_json::from_str(line.trim())
+            .unwrap_or_else(|e| panic!("not a JSON counters line ({e}): {line:?}"))
     }
 
     pub fn connect(&self) -> Client {
@@ -80,8 +92,7 @@ impl Server {
         self.signal(sig);
         let mut child = self.child.take().unwrap();
         let mut stdout = String::new();
-        child
-            .stdout
+        self.stdout
             .take()
             .unwrap()
             .read_to_string(&mut stdout)

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use driver::target::{parse_duration, parse_routes, Route, Url};
+use driver::target::{format_duration, parse_duration, parse_routes, Route, Url};
 use driver::{Options, RunError};
 use reactor::BackendChoice;
 
@@ -44,14 +44,14 @@ Load only servers you run yourself."
 )]
 struct Cli {
     /// Threads to use (each runs its own event loop)
-    #[arg(short, long, default_value_t = 2)]
+    #[arg(short, long, default_value_t = Options::DEFAULT_THREADS)]
     threads: usize,
     /// Connections to keep open, split across threads
-    #[arg(short, long, default_value_t = 10)]
+    #[arg(short, long, default_value_t = Options::DEFAULT_CONNECTIONS)]
     connections: usize,
     /// Duration of the test: 10s, 500ms, 2m, 1h or seconds
-    #[arg(short, long, default_value = "10s", value_parser = duration)]
-    duration: Duration,
+    #[arg(short, long, default_value_t = Span(Options::DEFAULT_DURATION), value_parser = span)]
+    duration: Span,
     /// Load applied before recording starts (not in the results)
     #[arg(long, default_value = "0s", value_parser = duration_or_zero)]
     warmup: Duration,
@@ -63,8 +63,8 @@ struct Cli {
     latency: bool,
     /// A request without a complete response after this long counts as a timeout and its
     /// connection is reopened
-    #[arg(long, default_value = "2s", value_parser = duration)]
-    timeout: Duration,
+    #[arg(long, default_value_t = Span(Options::DEFAULT_TIMEOUT), value_parser = span)]
+    timeout: Span,
     /// Method for the URL's request
     #[arg(long, default_value = "GET")]
     method: String,
@@ -88,7 +88,7 @@ struct Cli {
     /// io_uring: microseconds a loop turn may wait for half the outstanding responses before
     /// it takes what has arrived (0: wake for every response). The wait is inside the
     /// reported latency
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    #[arg(long, default_value_t = Options::DEFAULT_BATCH_WAIT_US, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     batch_wait_us: u32,
     /// Print the report as one JSON object instead of wrk's text
     #[arg(long)]
@@ -99,6 +99,20 @@ struct Cli {
 
 fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A duration option whose default prints as it is typed (`10s`), taken from `Options`.
+#[derive(Clone, Copy, Debug)]
+struct Span(Duration);
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format_duration(self.0))
+    }
+}
+
+fn span(s: &str) -> Result<Span, String> {
+    duration(s).map(Span)
 }
 
 fn duration_or_zero(s: &str) -> Result<Duration, String> {
@@ -157,12 +171,11 @@ fn run(cli: Cli) -> Result<(), RunError> {
         }]
     });
     let opts = Options {
-        url,
         threads: cli.threads,
         connections: cli.connections,
-        duration: cli.duration,
+        duration: cli.duration.0,
         warmup: cli.warmup,
-        timeout: cli.timeout,
+        timeout: cli.timeout.0,
         headers: cli.headers,
         routes,
         body: cli.body.into_bytes(),
@@ -174,6 +187,7 @@ fn run(cli: Cli) -> Result<(), RunError> {
             Engine::Epoll => BackendChoice::Epoll,
             _ => BackendChoice::Auto,
         },
+        ..Options::new(url)
     };
     if !cli.json {
         print!(
