@@ -1,18 +1,25 @@
-//! What is measured: seccomp profiles, server configurations, and the record of one run.
+//! What is measured — seccomp profiles, server configurations, the resident servers — and the
+//! record of one run (raw.json), from which every other output is derived.
 
 use std::collections::BTreeMap;
 
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
+/// raw.json's layout version: 2 is the slice method (resident servers, alternating slices).
+pub const SCHEMA: u32 = 2;
+
 /// The seccomp profile a server runs under.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Profile {
-    /// The engine's built-in profile (Docker 20.10–24 allow io_uring; >= 25 deny it).
+    /// The engine's built-in profile (Docker 20.10–24 allow io_uring; >= 25 deny it)
     Default,
-    /// The project's profile: io_uring_setup/enter/register fail with EPERM.
+    /// The project's profile: io_uring_setup/enter/register fail with EPERM
     NoIoUring,
-    /// `seccomp=unconfined`: no filter at all.
+    /// `seccomp=unconfined`: no filter at all
     Relaxed,
 }
 
@@ -26,28 +33,27 @@ impl Profile {
             Profile::Relaxed => "relaxed",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Profile> {
-        Profile::ALL.into_iter().find(|p| p.name() == s)
-    }
 }
 
 /// One server configuration of the seed PR's table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ServerConfig {
-    /// epoll "before": EPOLLONESHOT re-armed ADD -> EEXIST -> MOD.
+    /// epoll "before": EPOLLONESHOT re-armed ADD -> EEXIST -> MOD
     Legacy,
-    /// epoll "after": registered once, edge-triggered.
+    /// epoll "after": registered once, edge-triggered
     Rx,
-    /// Ablation: one-shot with the registration hint (one MOD per request).
+    /// Ablation: one-shot with the registration hint (one MOD per request)
     Oneshot,
-    /// io_uring "before" (APP_BACKEND=auto: io_uring where the profile allows it).
+    /// io_uring "before" (APP_BACKEND=auto: io_uring where the profile allows it)
     #[serde(rename = "io_uring")]
+    #[value(name = "io_uring")]
     IoUring,
-    /// io_uring "after": the same server again. io_uring did not change in the seed PR, so
-    /// this pair is the control that shows the noise.
+    /// io_uring "after": the same server again — the A/A control that gives the resolution
     #[serde(rename = "io_uring-control")]
+    #[value(name = "io_uring-control")]
     IoUringControl,
 }
 
@@ -68,10 +74,6 @@ impl ServerConfig {
             ServerConfig::IoUring => "io_uring",
             ServerConfig::IoUringControl => "io_uring-control",
         }
-    }
-
-    pub fn parse(s: &str) -> Option<ServerConfig> {
-        ServerConfig::ALL.into_iter().find(|c| c.name() == s)
     }
 
     /// The column heading of the seed PR's table.
@@ -107,13 +109,27 @@ impl ServerConfig {
         }
     }
 
-    /// The configuration this one is compared with in the table's deltas.
+    /// The configuration this one is compared with in the table (the seed PR's "before").
     pub fn baseline(self) -> Option<ServerConfig> {
         match self {
             ServerConfig::Rx | ServerConfig::Oneshot => Some(ServerConfig::Legacy),
+            ServerConfig::IoUring => Some(ServerConfig::Rx),
             ServerConfig::IoUringControl => Some(ServerConfig::IoUring),
-            _ => None,
+            ServerConfig::Legacy => None,
         }
+    }
+}
+
+/// One resident server of a run: a profile and a configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ServerKey {
+    pub profile: Profile,
+    pub config: ServerConfig,
+}
+
+impl std::fmt::Display for ServerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.profile.name(), self.config.name())
     }
 }
 
@@ -149,7 +165,7 @@ impl Startup {
     }
 }
 
-/// The server's SIGTERM line, reduced to what the table needs (all workers summed).
+/// The server's counters line (SIGUSR1 snapshot or SIGTERM), all workers summed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerCounters {
     pub requests: u64,
@@ -157,10 +173,25 @@ pub struct ServerCounters {
     pub syscalls: BTreeMap<String, u64>,
 }
 
+/// Which counters line: the snapshot numbered `seq`, or the one printed on shutdown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountersLine {
+    Snapshot(u64),
+    Shutdown,
+}
+
 impl ServerCounters {
-    pub fn parse(line: &str) -> Option<ServerCounters> {
-        let v: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
-        if v["event"] != "shutdown" {
+    pub fn parse(line: &str, which: CountersLine) -> Option<ServerCounters> {
+        let line = line.trim();
+        if !line.starts_with('{') {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let wanted = match which {
+            CountersLine::Snapshot(seq) => v["event"] == "snapshot" && v["seq"] == seq,
+            CountersLine::Shutdown => v["event"] == "shutdown",
+        };
+        if !wanted || !v["missing_workers"].as_array().is_none_or(Vec::is_empty) {
             return None;
         }
         let mut out = ServerCounters::default();
@@ -174,6 +205,31 @@ impl ServerCounters {
         Some(out)
     }
 
+    /// `self - earlier`: the counters over the window between two snapshots.
+    pub fn since(&self, earlier: &ServerCounters) -> ServerCounters {
+        ServerCounters {
+            requests: self.requests.saturating_sub(earlier.requests),
+            connections: self.connections.saturating_sub(earlier.connections),
+            syscalls: self
+                .syscalls
+                .iter()
+                .map(|(k, &n)| {
+                    let before = earlier.syscalls.get(k).copied().unwrap_or(0);
+                    (k.clone(), n.saturating_sub(before))
+                })
+                .collect(),
+        }
+    }
+
+    /// Adds `other` into `self` (for a cell's total over its slices).
+    pub fn add(&mut self, other: &ServerCounters) {
+        self.requests += other.requests;
+        self.connections += other.connections;
+        for (k, n) in &other.syscalls {
+            *self.syscalls.entry(k.clone()).or_default() += n;
+        }
+    }
+
     /// Syscalls per request, by name (epoll_ctl ops summed as `epoll_ctl` too), plus `total`.
     pub fn per_request(&self) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::new();
@@ -181,8 +237,7 @@ impl ServerCounters {
             return out;
         }
         let r = self.requests as f64;
-        let mut total = 0;
-        let mut ctl = 0;
+        let (mut total, mut ctl) = (0, 0);
         for (name, &n) in &self.syscalls {
             total += n;
             if name.starts_with("epoll_ctl_") {
@@ -198,27 +253,68 @@ impl ServerCounters {
     }
 }
 
-/// One measurement: a server started fresh under one profile and configuration, loaded at one
-/// connection count. Every attempt is kept in raw.json, failures included.
+/// One resident server over the run: what it said it runs, and what happened to it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Measurement {
-    pub round: u32,
-    pub profile: Profile,
-    pub config: ServerConfig,
-    pub conns: u32,
-    pub attempt: u32,
+pub struct ServerRecord {
+    pub key: ServerKey,
+    /// The port it listens on (host network: its own; a network of the run's: 3000 for all).
+    pub port: u16,
     pub startup: Option<Startup>,
+    /// Starts, the first included (a server that dies is restarted once).
+    pub starts: u32,
+    /// Deaths and failed starts, each with the server's last log lines.
+    pub events: Vec<String>,
+    /// Counters from its SIGTERM line at the end of the run.
+    pub final_counters: Option<ServerCounters>,
+}
+
+/// One slice: one server driven at one connection level on one route, for one measured window.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Slice {
+    pub round: u32,
+    /// Position in the round's (shuffled) order, from 0.
+    pub position: u32,
+    pub server: ServerKey,
+    pub conns: u32,
+    /// `METHOD:/path`, as `--routes` spells it.
+    pub route: String,
+    /// Seconds from the start of the run to the start of the measured window.
+    pub at_s: f64,
+    /// The measured window, edge to edge, in seconds.
+    pub window_s: f64,
+    /// The driver's report (requests, req/s, latency percentiles and buckets, driver CPU).
     pub report: Option<driver::report::Report>,
-    /// Server CPU use over the measured window, in percent of its CPUs.
-    pub server_cpu_pct: Option<f64>,
+    /// The server's CPU time over exactly the window (cgroup counter or the process clock).
+    pub server_cpu_ns: Option<u64>,
+    /// The server's own counters over the window (SIGUSR1 snapshots diffed).
     pub counters: Option<ServerCounters>,
-    /// Why this attempt failed (with the server's last log lines), if it did.
+    /// Why the slice failed, with the server's last log lines where they say something.
     pub error: Option<String>,
 }
 
-impl Measurement {
+impl Slice {
     pub fn ok(&self) -> bool {
-        self.error.is_none() && self.report.is_some()
+        self.error.is_none() && self.report.as_ref().is_some_and(|r| r.requests > 0)
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.report.as_ref().map_or(0, |r| r.requests)
+    }
+
+    pub fn rps(&self) -> Option<f64> {
+        self.report.as_ref().map(|r| r.requests_per_s)
+    }
+
+    /// Server CPU time per request, in µs.
+    pub fn cpu_us_per_request(&self) -> Option<f64> {
+        let n = self.requests();
+        (n > 0).then_some(self.server_cpu_ns? as f64 / 1000.0 / n as f64)
+    }
+
+    /// Server CPU over the window as a share of its CPUs (1.0 = all of them, all the time).
+    pub fn utilisation(&self, server_cpus: usize) -> Option<f64> {
+        let wall_ns = self.window_s * 1e9 * server_cpus.max(1) as f64;
+        (wall_ns > 0.0).then_some(self.server_cpu_ns? as f64 / wall_ns)
     }
 }
 
@@ -250,18 +346,47 @@ impl Machine {
     }
 }
 
+/// The settings a run used, as summary.json and table.md print them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Settings {
+    pub rounds: u32,
+    pub slice_s: f64,
+    pub slice_warmup_s: f64,
+    pub conns: Vec<u32>,
+    pub routes: Vec<String>,
+    pub seed: u64,
+    pub server_cpus: Vec<usize>,
+    pub load_cpus: Vec<usize>,
+    /// `host` or `bridge`.
+    pub network: String,
+    pub target_host: String,
+}
+
 /// Everything a run records; `bench-runner report DIR` re-renders from this alone.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Raw {
+    pub schema: u32,
     /// `docker <version>` or `native`.
     pub engine: String,
     pub machine: Machine,
     pub driver: String,
     pub started_utc: String,
-    pub settings: serde_json::Value,
-    pub measurements: Vec<Measurement>,
+    /// The commit the runner was built from (`+dirty` with uncommitted changes), if known.
+    #[serde(default)]
+    pub commit: Option<String>,
+    pub settings: Settings,
+    pub servers: Vec<ServerRecord>,
+    pub slices: Vec<Slice>,
     /// Notes for the reader (fallbacks, what a profile means on this engine).
     pub notes: Vec<String>,
+    /// False while the run is going or when it was interrupted.
+    pub complete: bool,
+}
+
+impl Raw {
+    pub fn server(&self, key: ServerKey) -> Option<&ServerRecord> {
+        self.servers.iter().find(|s| s.key == key)
+    }
 }
 
 #[cfg(test)]
@@ -279,29 +404,66 @@ mod tests {
     }
 
     #[test]
-    fn counters_line_sums_workers() {
+    fn counters_lines_sum_workers_and_diff_between_snapshots() {
         let line = r#"{"event":"shutdown","workers":[{"requests":10,"connections":2,"syscalls":{"recvfrom":10,"sendto":10,"epoll_ctl_add":2,"epoll_ctl_mod":0}},{"requests":10,"connections":1,"syscalls":{"recvfrom":12,"sendto":10,"epoll_ctl_add":1,"epoll_ctl_mod":20}}]}"#;
-        let c = ServerCounters::parse(line).unwrap();
+        let c = ServerCounters::parse(line, CountersLine::Shutdown).unwrap();
         assert_eq!((c.requests, c.connections), (20, 3));
         let per = c.per_request();
         assert_eq!(per["recvfrom"], 1.1);
         assert_eq!(per["epoll_ctl"], 23.0 / 20.0);
         assert_eq!(per["total"], 65.0 / 20.0);
-        assert!(ServerCounters::parse(r#"{"event":"other"}"#).is_none());
+        assert!(ServerCounters::parse(line, CountersLine::Snapshot(1)).is_none());
+
+        let snap = |seq: u64, req: u64, recv: u64| {
+            format!(
+                r#"{{"event":"snapshot","seq":{seq},"workers":[{{"requests":{req},"connections":1,"syscalls":{{"recvfrom":{recv}}}}}],"missing_workers":[]}}"#
+            )
+        };
+        let a = ServerCounters::parse(&snap(1, 100, 150), CountersLine::Snapshot(1)).unwrap();
+        assert!(ServerCounters::parse(&snap(1, 100, 150), CountersLine::Snapshot(2)).is_none());
+        let b = ServerCounters::parse(&snap(2, 300, 400), CountersLine::Snapshot(2)).unwrap();
+        let d = b.since(&a);
+        assert_eq!((d.requests, d.syscalls["recvfrom"]), (200, 250));
+        // A snapshot that misses a worker would undercount: it is not used.
+        let partial = r#"{"event":"snapshot","seq":3,"workers":[],"missing_workers":[0]}"#;
+        assert!(ServerCounters::parse(partial, CountersLine::Snapshot(3)).is_none());
     }
 
     #[test]
-    fn names_round_trip() {
+    fn names_are_spelled_alike_on_the_command_line_and_in_json() {
         for p in Profile::ALL {
-            assert_eq!(Profile::parse(p.name()), Some(p));
-        }
-        for c in ServerConfig::ALL {
-            assert_eq!(ServerConfig::parse(c.name()), Some(c));
-            // JSON and CSV spell configurations as the command line does.
-            assert_eq!(serde_json::to_value(c).unwrap(), c.name());
-        }
-        for p in Profile::ALL {
+            let v = p.to_possible_value().unwrap();
+            assert_eq!(v.get_name(), p.name());
             assert_eq!(serde_json::to_value(p).unwrap(), p.name());
         }
+        for c in ServerConfig::ALL {
+            let v = c.to_possible_value().unwrap();
+            assert_eq!(v.get_name(), c.name());
+            assert_eq!(serde_json::to_value(c).unwrap(), c.name());
+        }
+    }
+
+    #[test]
+    fn a_slice_derives_cpu_per_request_and_utilisation() {
+        let s = Slice {
+            round: 1,
+            position: 0,
+            server: ServerKey {
+                profile: Profile::Relaxed,
+                config: ServerConfig::Rx,
+            },
+            conns: 64,
+            route: "GET:/".into(),
+            at_s: 0.0,
+            window_s: 1.0,
+            report: None,
+            server_cpu_ns: Some(900_000_000),
+            counters: None,
+            error: None,
+        };
+        assert_eq!(s.utilisation(1), Some(0.9));
+        assert_eq!(s.utilisation(2), Some(0.45));
+        assert_eq!(s.cpu_us_per_request(), None, "no report, no requests");
+        assert!(!s.ok());
     }
 }

@@ -1,41 +1,132 @@
-//! From measurements to the summary rows: medians over rounds, min and max, and the evidence.
+//! Statistics with no I/O: medians, the percentile bootstrap of a median, paired ratios, and
+//! how a ratio with its interval is printed.
 
-use std::collections::BTreeMap;
-
+use rand_core::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Measurement, Profile, ServerConfig};
-
-/// Rounds in which the server used less CPU than this are marked load-bound.
-pub const SATURATED_PCT: f64 = 90.0;
+/// Bootstrap resamples per interval: enough that the 2.5 % and 97.5 % points move by less
+/// than the figures print (checked in the tests against a known distribution).
+pub const RESAMPLES: usize = 4000;
+/// Fewer pairs than this give no interval: the percentile bootstrap of a median of n values
+/// cannot be wider than their range, and the true median lies outside the range of n values
+/// with probability 2^(1-n) — 25 % for 3, 6 % for 5.
+pub const MIN_PAIRS: usize = 5;
 
 pub fn median(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    median_sorted(&v)
+}
+
+fn median_sorted(v: &[f64]) -> Option<f64> {
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The `q` quantile (0–1) of sorted values, linearly interpolated.
+fn quantile_sorted(v: &[f64], q: f64) -> f64 {
+    let pos = q * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// A median with its 95 % percentile-bootstrap interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+    /// How many values (pairs) it rests on.
+    pub n: usize,
+}
+
+impl Interval {
+    /// A ratio whose interval excludes 1: a difference this run can tell from noise.
+    pub fn excludes_one(&self) -> bool {
+        self.low > 1.0 || self.high < 1.0
+    }
+
+    /// Half the interval's width, relative to its median (0.016 = ±1.6 %).
+    pub fn half_width(&self) -> f64 {
+        (self.high - self.low) / 2.0 / self.median
+    }
+}
+
+/// The median of `values` and its 95 % interval from `RESAMPLES` bootstrap resamples, drawn
+/// from a generator seeded with `seed` (the same values and seed give the same interval).
+pub fn bootstrap_median(values: &[f64], seed: u64) -> Option<Interval> {
+    if values.len() < MIN_PAIRS || values.iter().any(|v| !v.is_finite()) {
         return None;
     }
-    let mut v = values.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let n = values.len();
+    let mut sample = vec![0.0; n];
+    let mut medians = Vec::with_capacity(RESAMPLES);
+    for _ in 0..RESAMPLES {
+        for s in sample.iter_mut() {
+            *s = values[below(&mut rng, n)];
+        }
+        sample.sort_by(f64::total_cmp);
+        medians.push(median_sorted(&sample)?);
+    }
+    medians.sort_by(f64::total_cmp);
+    Some(Interval {
+        median: median(values)?,
+        low: quantile_sorted(&medians, 0.025),
+        high: quantile_sorted(&medians, 0.975),
+        n,
     })
 }
 
-/// `+8%` / `−8%` (Unicode minus, as the seed PR prints it); `±0%` when equal.
-pub fn delta(value: f64, baseline: f64) -> String {
-    if baseline == 0.0 {
-        return "n/a".into();
-    }
-    let pct = (value / baseline - 1.0) * 100.0;
-    let rounded = pct.round();
-    if rounded == 0.0 {
-        "±0%".into()
-    } else if rounded > 0.0 {
-        format!("+{rounded:.0}%")
+/// A uniform index below `n` (Lemire's multiply-shift; the bias is below 2^-50 for the sizes
+/// used here).
+pub fn below(rng: &mut Pcg64, n: usize) -> usize {
+    ((u128::from(rng.next_u64()) * n as u128) >> 64) as usize
+}
+
+/// `a[i] / b[i]` for every round `i` both have (the pairing that cancels the machine's drift).
+pub fn paired_ratios(
+    a: &std::collections::BTreeMap<u32, f64>,
+    b: &std::collections::BTreeMap<u32, f64>,
+) -> Vec<f64> {
+    a.iter()
+        .filter_map(|(round, x)| b.get(round).map(|y| x / y))
+        .filter(|r| r.is_finite())
+        .collect()
+}
+
+/// A seed for one comparison's bootstrap, derived from the run's seed and its name, so that
+/// re-rendering a run reproduces every interval.
+pub fn seed_for(run_seed: u64, name: &str) -> u64 {
+    // FNV-1a over the name, mixed with the run's seed.
+    name.bytes().fold(0xcbf2_9ce4_8422_2325 ^ run_seed, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// `+8 % [+6, +10]`, `−8 % [−10, −6]`, or `≈ [−1, +2]` when the interval contains 1: a
+/// difference the run cannot tell from noise is never printed as a signed percentage.
+pub fn ratio_text(i: &Interval) -> String {
+    let pct = |r: f64| {
+        let p = ((r - 1.0) * 100.0).round();
+        if p > 0.0 {
+            format!("+{p:.0}")
+        } else if p < 0.0 {
+            format!("\u{2212}{:.0}", -p)
+        } else {
+            "0".into()
+        }
+    };
+    let range = format!("[{}, {}]", pct(i.low), pct(i.high));
+    if i.excludes_one() {
+        format!("{} % {range}", pct(i.median))
     } else {
-        format!("\u{2212}{:.0}%", -rounded)
+        format!("≈ {range}")
     }
 }
 
@@ -57,332 +148,131 @@ pub fn short_ms(us: f64) -> String {
     format!("{:.3} ms", us / 1000.0)
 }
 
-/// One line of summary.json: one profile, configuration and connection count over all rounds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    pub profile: Profile,
-    pub config: ServerConfig,
-    pub conns: u32,
-    /// What the server said it ran (the most common answer over rounds).
-    pub backend_observed: String,
-    pub io_uring: String,
-    pub rounds_ok: u32,
-    pub rounds_failed: u32,
-    pub rps_median: f64,
-    pub rps_min: f64,
-    pub rps_max: f64,
-    pub p50_us_median: f64,
-    pub p99_us_median: f64,
-    /// Median server CPU over rounds, percent of its CPUs.
-    pub server_cpu: Option<f64>,
-    /// Rounds where the server was below 90 % CPU: the driver, not the server, set the pace.
-    pub load_bound_rounds: u32,
-    /// Median over rounds, by syscall; `total` and `epoll_ctl` included.
-    pub syscalls_per_request: BTreeMap<String, f64>,
-    /// Set when the row did not run what its configuration claims (never silently published).
-    pub flag: Option<String>,
-    /// Set when the backend differs from the intent for a reason the profile explains.
-    pub note: Option<String>,
-}
-
-pub fn summarise(measurements: &[Measurement]) -> Vec<Row> {
-    let mut groups: BTreeMap<(Profile, ServerConfig, u32), Vec<&Measurement>> = BTreeMap::new();
-    for m in measurements {
-        groups
-            .entry((m.profile, m.config, m.conns))
-            .or_default()
-            .push(m);
-    }
-    let mut rows = Vec::new();
-    for ((profile, config, conns), ms) in groups {
-        // The last attempt of each round decides it.
-        let mut by_round: BTreeMap<u32, &Measurement> = BTreeMap::new();
-        for m in &ms {
-            let e = by_round.entry(m.round).or_insert(m);
-            if m.attempt >= e.attempt {
-                *e = m;
-            }
-        }
-        let ok: Vec<&Measurement> = by_round.values().copied().filter(|m| m.ok()).collect();
-        let failed = by_round.len() - ok.len();
-        let rps: Vec<f64> = ok
-            .iter()
-            .map(|m| m.report.as_ref().unwrap().requests_per_s)
-            .collect();
-        let p50: Vec<f64> = ok
-            .iter()
-            .map(|m| m.report.as_ref().unwrap().latency.p50_us)
-            .collect();
-        let p99: Vec<f64> = ok
-            .iter()
-            .map(|m| m.report.as_ref().unwrap().latency.p99_us)
-            .collect();
-        let cpu: Vec<f64> = ok.iter().filter_map(|m| m.server_cpu_pct).collect();
-        let mut per_name: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        for m in &ok {
-            if let Some(c) = &m.counters {
-                for (k, v) in c.per_request() {
-                    per_name.entry(k).or_default().push(v);
-                }
-            }
-        }
-        let mut backends: BTreeMap<(String, String), u32> = BTreeMap::new();
-        for m in by_round.values() {
-            if let Some(s) = &m.startup {
-                *backends
-                    .entry((s.backend.clone(), s.io_uring.clone()))
-                    .or_default() += 1;
-            }
-        }
-        let ((backend, io_uring), _) = backends
-            .iter()
-            .max_by_key(|(_, n)| **n)
-            .map(|(k, n)| (k.clone(), *n))
-            .unwrap_or((("unknown".into(), "unknown".into()), 0));
-        let (flag, note) = judge(config, &backend, &io_uring, backends.len());
-        let flag = match (flag, failed, ok.is_empty()) {
-            (f, _, true) => Some(f.unwrap_or_else(|| "every round failed".into())),
-            (f, _, _) => f,
-        };
-        rows.push(Row {
-            profile,
-            config,
-            conns,
-            backend_observed: backend,
-            io_uring,
-            rounds_ok: ok.len() as u32,
-            rounds_failed: failed as u32,
-            rps_median: median(&rps).unwrap_or(0.0),
-            rps_min: if rps.is_empty() {
-                0.0
-            } else {
-                rps.iter().cloned().fold(f64::INFINITY, f64::min)
-            },
-            rps_max: rps.iter().cloned().fold(0.0, f64::max),
-            p50_us_median: median(&p50).unwrap_or(0.0),
-            p99_us_median: median(&p99).unwrap_or(0.0),
-            server_cpu: median(&cpu),
-            load_bound_rounds: cpu.iter().filter(|&&c| c < SATURATED_PCT).count() as u32,
-            syscalls_per_request: per_name
-                .into_iter()
-                .filter_map(|(k, v)| median(&v).map(|m| (k, m)))
-                .collect(),
-            flag,
-            note,
-        });
-    }
-    rows
-}
-
-/// Did the row run what its configuration claims? `(flag, note)`: a flag is a problem, a note
-/// an expected consequence of the profile (io_uring denied, so `auto` fell back).
-fn judge(
-    config: ServerConfig,
-    backend: &str,
-    io_uring: &str,
-    distinct: usize,
-) -> (Option<String>, Option<String>) {
-    if distinct > 1 {
-        return (Some("the backend differed between rounds".into()), None);
-    }
-    let intended = config.intended_backend();
-    if backend == intended {
-        return (None, None);
-    }
-    if intended == "io_uring"
-        && backend.starts_with("epoll/")
-        && io_uring.starts_with("unavailable(")
-    {
-        let why = io_uring
-            .trim_start_matches("unavailable(")
-            .trim_end_matches(')');
-        return (
-            None,
-            Some(format!("io_uring denied ({why}): fell back to {backend}")),
-        );
-    }
-    (
-        Some(format!(
-            "claims {intended} but ran {backend} (io_uring={io_uring})"
-        )),
-        None,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ServerCounters, Startup};
-    use driver::report::Report;
+    use std::collections::BTreeMap;
+
+    /// Standard normal samples (Box–Muller) from a seeded generator.
+    fn normal(rng: &mut Pcg64) -> f64 {
+        let u = |r: &mut Pcg64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let (a, b) = (u(rng), u(rng));
+        (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
+    }
 
     #[test]
-    fn medians_and_deltas() {
+    fn medians_and_texts() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[]), None);
-        assert_eq!(delta(356.0, 330.0), "+8%");
-        assert_eq!(delta(0.166, 0.180), "\u{2212}8%");
-        assert_eq!(delta(1.0, 1.001), "±0%");
         assert_eq!(short_rate(356_123.0), "356k");
         assert_eq!(short_rate(95_240.0), "95.2k");
         assert_eq!(short_ms(166.0), "0.166 ms");
+        let sig = Interval {
+            median: 0.88,
+            low: 0.86,
+            high: 0.899,
+            n: 20,
+        };
+        assert_eq!(ratio_text(&sig), "\u{2212}12 % [\u{2212}14, \u{2212}10]");
+        let up = Interval {
+            median: 1.081,
+            low: 1.06,
+            high: 1.10,
+            n: 20,
+        };
+        assert_eq!(ratio_text(&up), "+8 % [+6, +10]");
+        let noise = Interval {
+            median: 1.03,
+            low: 0.99,
+            high: 1.05,
+            n: 20,
+        };
+        assert!(!noise.excludes_one());
+        assert_eq!(ratio_text(&noise), "≈ [\u{2212}1, +5]");
+        assert!((noise.half_width() - 0.03 / 1.03).abs() < 1e-12);
     }
 
-    fn m(
-        round: u32,
-        attempt: u32,
-        config: ServerConfig,
-        rps: f64,
-        backend: &str,
-        io_uring: &str,
-        ok: bool,
-    ) -> Measurement {
-        let mut report: Report = serde_json::from_value(serde_json::json!({
-            "url": "u", "engine": "io_uring", "threads": 1, "connections": 64, "duration_s": 1.0,
-            "requests": (rps as u64), "elapsed_s": 1.0, "bytes_read": 0, "requests_per_s": rps,
-            "transfer_per_s": 0.0,
-            "latency": {"mean_us": 1.0, "stdev_us": 0.0, "max_us": 1.0, "within_stdev_pct": 100.0,
-                         "p50_us": rps / 1000.0, "p75_us": 1.0, "p90_us": 1.0, "p99_us": 2.0, "p999_us": null},
-            "req_per_thread": {"mean": 0.0, "stdev": 0.0, "max": 0.0, "within_stdev_pct": 0.0},
-            "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0, "status": 0},
-            "reconnects": null, "driver_cpu_s": null, "driver_syscalls": null
-        }))
-        .unwrap();
-        report.requests_per_s = rps;
-        Measurement {
-            round,
-            profile: Profile::NoIoUring,
-            config,
-            conns: 64,
-            attempt,
-            startup: Some(Startup {
-                line: String::new(),
-                backend: backend.into(),
-                io_uring: io_uring.into(),
-                workers: 1,
-            }),
-            report: ok.then_some(report),
-            server_cpu_pct: Some(if round == 1 { 80.0 } else { 99.0 }),
-            counters: Some(ServerCounters {
-                requests: 100,
-                connections: 64,
-                syscalls: [
-                    ("recvfrom".to_string(), 100),
-                    ("sendto".to_string(), 100),
-                    ("epoll_ctl_mod".to_string(), 100 * round as u64),
-                ]
-                .into(),
-            }),
-            error: (!ok).then(|| "crashed".to_string()),
+    #[test]
+    fn the_bootstrap_of_a_known_distribution_gives_the_known_interval() {
+        // The median of n normal(1, σ) samples has standard error σ·sqrt(π/2)/sqrt(n); its 95 %
+        // interval is ±1.96 of that. Over many samples the bootstrap's width must agree.
+        let (n, sigma) = (401, 0.05);
+        let expected_half = 1.96 * sigma * (std::f64::consts::PI / 2.0).sqrt() / (n as f64).sqrt();
+        let mut rng = Pcg64::seed_from_u64(7);
+        let mut halves = Vec::new();
+        let mut covered = 0;
+        for trial in 0..40 {
+            let values: Vec<f64> = (0..n).map(|_| 1.0 + sigma * normal(&mut rng)).collect();
+            let i = bootstrap_median(&values, trial).unwrap();
+            halves.push((i.high - i.low) / 2.0);
+            covered += usize::from(i.low <= 1.0 && 1.0 <= i.high);
         }
+        let half = median(&halves).unwrap();
+        assert!(
+            (half / expected_half - 1.0).abs() < 0.2,
+            "bootstrap half-width {half:.5}, theory {expected_half:.5}"
+        );
+        // 95 % coverage: out of 40 intervals about 38 contain the true median; 33 is far
+        // below what a correct interval gives (p < 0.01).
+        assert!(covered >= 33, "covered {covered}/40");
     }
 
     #[test]
-    fn rows_take_medians_keep_min_max_and_judge_the_backend() {
-        let ms = vec![
-            m(
-                1,
-                1,
-                ServerConfig::Oneshot,
-                100.0,
-                "epoll/oneshot",
-                "not-tried",
-                true,
-            ),
-            m(
-                2,
-                1,
-                ServerConfig::Oneshot,
-                300.0,
-                "epoll/oneshot",
-                "not-tried",
-                false,
-            ),
-            m(
-                2,
-                2,
-                ServerConfig::Oneshot,
-                120.0,
-                "epoll/oneshot",
-                "not-tried",
-                true,
-            ),
-            m(
-                3,
-                1,
-                ServerConfig::Oneshot,
-                110.0,
-                "epoll/oneshot",
-                "not-tried",
-                true,
-            ),
-            m(
-                1,
-                1,
-                ServerConfig::IoUring,
-                90.0,
-                "epoll/rx",
-                "unavailable(EPERM)",
-                true,
-            ),
-            m(
-                1,
-                1,
-                ServerConfig::Rx,
-                90.0,
-                "epoll/legacy",
-                "not-tried",
-                true,
-            ),
-        ];
-        let rows = summarise(&ms);
-        let one = rows
-            .iter()
-            .find(|r| r.config == ServerConfig::Oneshot)
-            .unwrap();
-        assert_eq!(
-            (one.rps_median, one.rps_min, one.rps_max),
-            (110.0, 100.0, 120.0)
-        );
-        assert_eq!(
-            (one.rounds_ok, one.rounds_failed),
-            (3, 0),
-            "the retry replaced the failed attempt"
-        );
-        assert_eq!(one.load_bound_rounds, 1);
-        assert_eq!(one.syscalls_per_request["epoll_ctl"], 2.0);
-        assert_eq!(one.syscalls_per_request["total"], 4.0);
-        assert_eq!((one.flag.as_deref(), one.note.as_deref()), (None, None));
-        let uring = rows
-            .iter()
-            .find(|r| r.config == ServerConfig::IoUring)
-            .unwrap();
-        assert_eq!(uring.flag, None);
-        assert_eq!(
-            uring.note.as_deref(),
-            Some("io_uring denied (EPERM): fell back to epoll/rx")
-        );
-        let rx = rows.iter().find(|r| r.config == ServerConfig::Rx).unwrap();
-        assert!(rx
-            .flag
-            .as_deref()
-            .unwrap()
-            .starts_with("claims epoll/rx but ran epoll/legacy"));
+    fn the_same_seed_gives_the_same_interval_and_too_few_values_give_none() {
+        let v = [1.0, 1.1, 0.9, 1.05, 0.97, 1.02];
+        assert_eq!(bootstrap_median(&v, 3), bootstrap_median(&v, 3));
+        assert_eq!(bootstrap_median(&v[..MIN_PAIRS - 1], 3), None);
+        assert_eq!(bootstrap_median(&[1.0, f64::NAN, 1.0], 3), None);
+        assert_ne!(seed_for(1, "a"), seed_for(1, "b"));
+        assert_ne!(seed_for(1, "a"), seed_for(2, "a"));
     }
 
     #[test]
-    fn a_row_whose_rounds_all_failed_is_flagged_not_dropped() {
-        let rows = summarise(&[m(
-            1,
-            2,
-            ServerConfig::Rx,
-            5.0,
-            "epoll/rx",
-            "not-tried",
-            false,
-        )]);
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].rounds_failed, 1);
-        assert_eq!(rows[0].flag.as_deref(), Some("every round failed"));
+    fn pairing_by_round_beats_comparing_medians_on_drifting_data() {
+        // The machine's speed drifts ±25 % from round to round; B is 3 % cheaper than A in
+        // every round, with 1 % noise of its own. Paired, the difference is plain; comparing
+        // the two medians with independent resampling (what the old table did) hides it.
+        let mut rng = Pcg64::seed_from_u64(11);
+        let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
+        for round in 0..25u32 {
+            let drift = 1.0 + 0.25 * (f64::from(round) * 0.9).sin();
+            a.insert(round, drift * (1.0 + 0.01 * normal(&mut rng)));
+            b.insert(round, drift * 0.97 * (1.0 + 0.01 * normal(&mut rng)));
+        }
+        let paired = bootstrap_median(&paired_ratios(&b, &a), 5).unwrap();
+        assert!(paired.excludes_one() && paired.high < 1.0, "{paired:?}");
+        assert!((paired.median - 0.97).abs() < 0.01, "{paired:?}");
+
+        let unpaired = unpaired_ratio_of_medians(&b, &a, 5);
+        assert!(
+            !unpaired.excludes_one(),
+            "drift swamps an unpaired comparison: {unpaired:?}"
+        );
+        assert!(unpaired.half_width() > 4.0 * paired.half_width());
+    }
+
+    /// What pairing is compared against: the ratio of two medians, each series resampled on
+    /// its own.
+    fn unpaired_ratio_of_medians(
+        a: &BTreeMap<u32, f64>,
+        b: &BTreeMap<u32, f64>,
+        seed: u64,
+    ) -> Interval {
+        let (a, b): (Vec<f64>, Vec<f64>) =
+            (a.values().copied().collect(), b.values().copied().collect());
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let mut draw = |v: &[f64]| {
+            let s: Vec<f64> = (0..v.len()).map(|_| v[below(&mut rng, v.len())]).collect();
+            median(&s).unwrap()
+        };
+        let mut ratios: Vec<f64> = (0..RESAMPLES).map(|_| draw(&a) / draw(&b)).collect();
+        ratios.sort_by(f64::total_cmp);
+        Interval {
+            median: median(&a).unwrap() / median(&b).unwrap(),
+            low: quantile_sorted(&ratios, 0.025),
+            high: quantile_sorted(&ratios, 0.975),
+            n: a.len(),
+        }
     }
 }

@@ -1,0 +1,289 @@
+//! The command line: what a run measures and how, as typed choices.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::model::{Profile, ServerConfig};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bench-runner",
+    version,
+    about = "Runs the rxbench matrix — seccomp profiles x server configurations x connection \
+levels — with every server resident and alternating 1 s slices, and writes the table with its \
+paired confidence intervals and evidence",
+    after_help = "\
+Examples:
+  cargo run --release -p bench-runner                      full run (24 rounds of 1 s slices, ~28 min)
+  cargo run --release -p bench-runner -- --quick           smoke run (5 rounds of 0.3 s slices, ~2.5 min)
+  cargo run --release -p bench-runner -- --dry-run         the plan and its ETA
+  cargo run --release -p bench-runner -- --routes GET:/,GET:/user/0,POST:/user
+  cargo run --release -p bench-runner -- report results/latest
+  cargo run --release -p bench-runner -- export-benchmarker /tmp/bench
+
+Method (docs/methodology.md): every server runs for the whole run; a round drives each
+(server, connection level, route) once for one slice, in a fresh random order; ratios pair
+two servers' slices by round and come with a 95 % bootstrap interval; the io_uring control
+pair (the same server twice) gives the run's resolution."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Cmd>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Re-render table.md, summary.json, results.csv and chart.svg from DIR/raw.json
+    Report { dir: PathBuf },
+    /// Write the server as a the-benchmarker/web-frameworks entry (rust/rxbench/) under OUT
+    ExportBenchmarker { out: PathBuf },
+    /// Build the images compose.yaml uses (rxbench-server, rxbench-runner), offline
+    BuildImages,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    /// Docker when an engine answers, else native (and say so)
+    Auto,
+    Docker,
+    Native,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DriverChoice {
+    /// rxload (io_uring, in this process): the saturating driver
+    Rxload,
+    /// Real wrk (Debian's), parsed: the cross-check (whole-second slices, no warm-up)
+    Wrk,
+    /// rxload's goose engine: the realism cross-check (whole-second slices, no warm-up)
+    Goose,
+}
+
+impl DriverChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            DriverChoice::Rxload => "rxload",
+            DriverChoice::Wrk => "wrk",
+            DriverChoice::Goose => "goose",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Network {
+    /// The servers share the host's network, each on its own port (no NAT in the path, as
+    /// the seed PR measured); the driver aims at --target-host
+    Host,
+    /// Every server in a container of its own on a Docker network the runner creates for the
+    /// run (and removes after), all on port --port; the driver aims at each container's address
+    Bridge,
+}
+
+impl Network {
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::Host => "host",
+            Network::Bridge => "bridge",
+        }
+    }
+}
+
+pub const DEFAULT_ROUNDS: u32 = 24;
+pub const DEFAULT_SLICE: Duration = Duration::from_secs(1);
+pub const DEFAULT_SLICE_WARMUP: Duration = Duration::from_millis(300);
+/// The fewest rounds that give intervals (`stats::MIN_PAIRS`).
+pub const QUICK_ROUNDS: u32 = 5;
+pub const QUICK_SLICE: Duration = Duration::from_millis(300);
+pub const QUICK_SLICE_WARMUP: Duration = Duration::from_millis(200);
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Slices per cell: each round visits every cell once [default: 24; --quick: 5]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub rounds: Option<u32>,
+    /// Measured time per slice (1s, 500ms) [default: 1s; --quick: 300ms]
+    #[arg(long, value_parser = duration)]
+    pub slice: Option<Duration>,
+    /// Load before each slice's measured window, not recorded [default: 300ms; --quick: 200ms]
+    #[arg(long, value_parser = duration_or_zero)]
+    pub slice_warmup: Option<Duration>,
+    /// Connection levels
+    #[arg(long, value_delimiter = ',', default_value = "64,256,512", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub conns: Vec<u32>,
+    /// Routes, each measured as its own cell (and their mean reported, the figure
+    /// the-benchmarker publishes), e.g. GET:/,GET:/user/0,POST:/user
+    #[arg(long, default_value = "GET:/", value_parser = routes)]
+    pub routes: RouteList,
+    /// Seccomp profiles
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "default,no-io-uring,relaxed"
+    )]
+    pub profiles: Vec<Profile>,
+    /// Server configurations
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "legacy,rx,oneshot,io_uring,io_uring-control"
+    )]
+    pub configs: Vec<ServerConfig>,
+    /// A smoke run: 5 rounds of 200 ms + 300 ms slices (explicit --rounds/--slice win)
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the plan and its ETA, run nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seed of the slice order (recorded in raw.json; the same seed gives the same schedule)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where the servers run
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub engine: EngineChoice,
+    /// Load generator
+    #[arg(long, value_enum, default_value_t = DriverChoice::Rxload)]
+    pub driver: DriverChoice,
+    /// CPUs for the servers (every server's cpuset; APP_WORKERS = their count). Default: the
+    /// first half
+    #[arg(long, value_delimiter = ',')]
+    pub server_cpus: Option<Vec<usize>>,
+    /// CPUs for the load generator (one driver thread each) and the runner. Default: the
+    /// second half
+    #[arg(long, value_delimiter = ',')]
+    pub load_cpus: Option<Vec<usize>>,
+    /// Network between driver and servers
+    #[arg(long, value_enum, default_value_t = Network::Host)]
+    pub network: Network,
+    /// Address the driver aims at (host network): the engine's host. Loopback unless the
+    /// engine is remote (DOCKER_HOST=tcp://…); see docs/methodology.md
+    #[arg(long, default_value = "127.0.0.1")]
+    pub target_host: String,
+    /// First server port (host network: server i listens on PORT+i; bridge: all on PORT)
+    #[arg(long, default_value_t = 3000)]
+    pub port: u16,
+    /// Results directory (a timestamped folder is made inside, and `latest` points to it)
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Docker: use the rxbench-server image already built (`build-images`) instead of building
+    /// it (the runner's own container has no Rust toolchain)
+    #[arg(long)]
+    pub no_build: bool,
+}
+
+impl RunArgs {
+    pub fn rounds(&self) -> u32 {
+        self.rounds.unwrap_or(if self.quick {
+            QUICK_ROUNDS
+        } else {
+            DEFAULT_ROUNDS
+        })
+    }
+
+    pub fn slice(&self) -> Duration {
+        self.slice.unwrap_or(if self.quick {
+            QUICK_SLICE
+        } else {
+            DEFAULT_SLICE
+        })
+    }
+
+    pub fn slice_warmup(&self) -> Duration {
+        self.slice_warmup.unwrap_or(if self.quick {
+            QUICK_SLICE_WARMUP
+        } else {
+            DEFAULT_SLICE_WARMUP
+        })
+    }
+}
+
+/// A parsed `--routes`, keeping each route as typed (`METHOD:/path`).
+#[derive(Clone, Debug)]
+pub struct RouteList(pub Vec<String>);
+
+fn routes(s: &str) -> Result<RouteList, String> {
+    let parsed = driver::target::parse_routes(s).map_err(|e| e.to_string())?;
+    Ok(RouteList(
+        parsed
+            .into_iter()
+            .map(|r| format!("{}:{}", r.method, r.path))
+            .collect(),
+    ))
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    let d = driver::target::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < Duration::from_millis(100) {
+        return Err(format!(
+            "{s}: a slice shorter than 100 ms measures start-up, not serving"
+        ));
+    }
+    Ok(d)
+}
+
+fn duration_or_zero(s: &str) -> Result<Duration, String> {
+    if s.trim_end_matches(['s', 'm']).trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    driver::target::parse_duration(s).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).map(|c| c.run)
+    }
+
+    #[test]
+    fn defaults_quick_and_explicit_values() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(
+            (a.rounds(), a.slice(), a.slice_warmup()),
+            (24, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
+        );
+        assert_eq!(a.profiles, Profile::ALL);
+        assert_eq!(a.configs, ServerConfig::ALL);
+        assert_eq!(a.routes.0, ["GET:/"]);
+        let q = parse(&["--quick"]).unwrap();
+        assert_eq!((q.rounds(), q.slice()), (QUICK_ROUNDS, QUICK_SLICE));
+        let q = parse(&["--quick", "--rounds", "9", "--slice", "2s"]).unwrap();
+        assert_eq!((q.rounds(), q.slice()), (9, Duration::from_secs(2)));
+        let r = parse(&["--routes", "get:/,POST:/user"]).unwrap();
+        assert_eq!(r.routes.0, ["GET:/", "POST:/user"]);
+        let c = parse(&[
+            "--configs",
+            "io_uring,io_uring-control",
+            "--profiles",
+            "no-io-uring",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.configs,
+            [ServerConfig::IoUring, ServerConfig::IoUringControl]
+        );
+        assert_eq!(c.profiles, [Profile::NoIoUring]);
+    }
+
+    #[test]
+    fn bad_values_are_refused_by_name() {
+        for (args, needle) in [
+            (vec!["--profiles", "strict"], "strict"),
+            (vec!["--configs", "kqueue"], "kqueue"),
+            (vec!["--rounds", "0"], "0"),
+            (vec!["--network", "overlay"], "overlay"),
+            (vec!["--slice", "10ms"], "shorter than 100 ms"),
+            (vec!["--conns", "0"], "0"),
+            (vec!["--routes", "nonsense"], "nonsense"),
+        ] {
+            let e = parse(&args).unwrap_err().to_string();
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
+    }
+}

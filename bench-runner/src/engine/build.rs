@@ -1,0 +1,134 @@
+//! Builds: the static binaries for `FROM scratch` images, the images themselves (offline, from
+//! an in-memory tar context), and the native binaries.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use bollard::query_parameters::BuildImageOptionsBuilder;
+use bollard::Docker;
+use futures_util::StreamExt;
+
+pub const IMAGE: &str = "rxbench-server:latest";
+pub const RUNNER_IMAGE: &str = "rxbench-runner:latest";
+const DOCKERFILE: &str = include_str!("../../../docker/Dockerfile.scratch");
+const RUNNER_DOCKERFILE: &str = include_str!("../../../docker/Dockerfile.runner.scratch");
+
+/// Builds `tag` from an in-memory context: `dockerfile` and one static binary.
+pub async fn build_image(
+    docker: &Docker,
+    tag: &str,
+    dockerfile: &str,
+    name: &str,
+    binary: &Path,
+) -> Result<()> {
+    let context = tar_context(dockerfile, name, binary)?;
+    let options = BuildImageOptionsBuilder::default()
+        .dockerfile("Dockerfile")
+        .t(tag)
+        .rm(true)
+        .forcerm(true)
+        .build();
+    let mut stream = docker.build_image(options, None, Some(bollard::body_full(context.into())));
+    while let Some(item) = stream.next().await {
+        let info = item.with_context(|| format!("building image {tag}"))?;
+        if let Some(detail) = info.error_detail {
+            bail!(
+                "building image {tag}: {}",
+                detail.message.unwrap_or_default()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The server image from a static `server` binary.
+pub async fn build_server_image(docker: &Docker, binary: &Path) -> Result<()> {
+    build_image(docker, IMAGE, DOCKERFILE, "server", binary).await
+}
+
+/// Both images compose.yaml uses: the server and the runner itself.
+pub async fn build_all_images(docker: &Docker, root: &Path) -> Result<()> {
+    let server = static_binary(root, "server")?;
+    build_server_image(docker, &server).await?;
+    let runner = static_binary(root, "bench-runner")?;
+    build_image(
+        docker,
+        RUNNER_IMAGE,
+        RUNNER_DOCKERFILE,
+        "bench-runner",
+        &runner,
+    )
+    .await
+}
+
+fn tar_context(dockerfile: &str, name: &str, binary: &Path) -> Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut add = |name: &str, bytes: &[u8], mode: u32| -> Result<()> {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(mode);
+        header.set_cksum();
+        builder.append_data(&mut header, name, bytes)?;
+        Ok(())
+    };
+    add("Dockerfile", dockerfile.as_bytes(), 0o644)?;
+    let bytes = std::fs::read(binary).with_context(|| format!("reading {}", binary.display()))?;
+    add(name, &bytes, 0o755)?;
+    Ok(builder.into_inner()?)
+}
+
+/// `cargo build --release` of one binary into its own target dir, because the runner may itself
+/// run under a cargo that holds the workspace's build lock (`cargo run`, `cargo test`), and so
+/// that the static build does not invalidate the normal cache. Returns the binary's path.
+fn cargo_build(
+    root: &Path,
+    target_dir: &str,
+    static_crt: bool,
+    args: &[&str],
+    bin: &str,
+) -> Result<PathBuf> {
+    let target_dir = root.join(target_dir);
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["build", "--release"])
+        .args(args);
+    let mut out = target_dir;
+    if static_crt {
+        // --target keeps build scripts and proc-macros dynamically linked.
+        let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+        cmd.env("RUSTFLAGS", "-C target-feature=+crt-static")
+            .args(["--target", &triple]);
+        out = out.join(triple);
+    }
+    let status = cmd
+        .status()
+        .with_context(|| format!("running cargo to build {bin}"))?;
+    if !status.success() {
+        bail!("building {bin} failed ({status})");
+    }
+    Ok(out.join("release").join(bin))
+}
+
+/// A static `package` binary for `FROM scratch`.
+pub fn static_binary(root: &Path, package: &str) -> Result<PathBuf> {
+    cargo_build(root, "target/static", true, &["-p", package], package)
+}
+
+/// `rxload` with its goose engine, for `--driver goose` (the runner itself links the driver
+/// without goose).
+pub fn rxload_with_goose(root: &Path) -> Result<PathBuf> {
+    cargo_build(
+        root,
+        "target/native",
+        false,
+        &["-p", "driver", "--bin", "rxload"],
+        "rxload",
+    )
+}
+
+/// The native `server`.
+pub fn native_server(root: &Path) -> Result<PathBuf> {
+    cargo_build(root, "target/native", false, &["-p", "server"], "server")
+}

@@ -1,0 +1,393 @@
+//! The Docker mechanism (bollard): each resident server is a locked-down container with its
+//! seccomp profile, cpuset and port; its log is followed into memory; its CPU time is read
+//! straight from its cgroup when the engine is local (exact and cheap), through the stats API
+//! otherwise.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
+    ListNetworksOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+    StatsOptionsBuilder, WaitContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+
+use super::build::IMAGE;
+use super::{Lines, ServerSpec};
+use crate::model::Profile;
+
+/// Label on every container and network the runner makes; stale ones are removed at start.
+pub const LABEL: &str = "rxbench";
+const NO_IO_URING_PROFILE: &str = include_str!("../../../docker/seccomp/no-io-uring.json");
+
+pub struct Docker {
+    pub docker: bollard::Docker,
+    pub version: String,
+}
+
+pub struct Container {
+    pub id: String,
+    /// Set when the log stream ends: the container stopped.
+    ended: Arc<AtomicBool>,
+    cpu: CpuSource,
+}
+
+/// Where a container's CPU time is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuSource {
+    /// cgroup v1 `cpuacct.usage` (nanoseconds).
+    CgroupV1(PathBuf),
+    /// cgroup v2 `cpu.stat`, `usage_usec`.
+    CgroupV2(PathBuf),
+    /// The engine's stats API (a remote engine, or a runner that cannot see the host's /proc).
+    StatsApi,
+}
+
+/// The engine, if one answers (DOCKER_HOST is honoured).
+pub async fn connect() -> Result<Docker> {
+    let docker = bollard::Docker::connect_with_defaults()
+        .context("no Docker client configuration")?
+        .with_timeout(Duration::from_secs(600));
+    let docker = docker
+        .negotiate_version()
+        .await
+        .context("the Docker engine does not answer")?;
+    let v = docker
+        .version()
+        .await
+        .context("the Docker engine does not answer")?;
+    Ok(Docker {
+        docker,
+        version: v.version.unwrap_or_else(|| "unknown".into()),
+    })
+}
+
+impl Docker {
+    pub fn describe(&self) -> String {
+        format!("docker {}", self.version)
+    }
+
+    /// Removes every container and network left by an earlier run (Ctrl-C, crash).
+    pub async fn remove_stale(&self) -> Result<usize> {
+        let filters: HashMap<String, Vec<String>> =
+            [("label".to_string(), vec![LABEL.to_string()])].into();
+        let list = self
+            .docker
+            .list_containers(Some(
+                ListContainersOptionsBuilder::default()
+                    .all(true)
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await?;
+        let mut n = 0;
+        for c in list {
+            if let Some(id) = c.id {
+                force_remove(&self.docker, &id).await;
+                n += 1;
+            }
+        }
+        let networks = self
+            .docker
+            .list_networks(Some(
+                ListNetworksOptionsBuilder::default()
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await?;
+        for net in networks {
+            if let Some(name) = net.name {
+                let _ = self.docker.remove_network(&name).await;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The run's own bridge network, labelled so that a later run removes it if this one dies.
+    pub async fn create_network(&self, name: &str) -> Result<()> {
+        let body = NetworkCreateRequest {
+            name: name.to_string(),
+            driver: Some("bridge".into()),
+            labels: Some([(LABEL.to_string(), "1".to_string())].into()),
+            ..Default::default()
+        };
+        self.docker
+            .create_network(body)
+            .await
+            .with_context(|| format!("creating network {name}"))?;
+        Ok(())
+    }
+
+    pub async fn remove_network(&self, name: &str) {
+        let _ = self.docker.remove_network(name).await;
+    }
+
+    /// The server image must be there (built by the runner or by `build-images`).
+    pub async fn check_image(&self) -> Result<()> {
+        self.docker.inspect_image(IMAGE).await.with_context(|| {
+            format!("image {IMAGE} is missing (run `bench-runner build-images` first)")
+        })?;
+        Ok(())
+    }
+
+    pub async fn start(&self, spec: &ServerSpec, lines: &Lines) -> Result<Container> {
+        let seccomp = match spec.key.profile {
+            Profile::Default => None,
+            Profile::NoIoUring => Some(format!("seccomp={NO_IO_URING_PROFILE}")),
+            Profile::Relaxed => Some("seccomp=unconfined".to_string()),
+        };
+        let network = spec.network.as_deref().unwrap_or("host");
+        let env = spec
+            .env()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let body = ContainerCreateBody {
+            env: Some(env),
+            ..locked_down(IMAGE, network, &spec.cpus, seccomp)
+        };
+        let id = self
+            .docker
+            .create_container(
+                Some(
+                    CreateContainerOptionsBuilder::default()
+                        .name(&spec.name)
+                        .build(),
+                ),
+                body,
+            )
+            .await
+            .with_context(|| format!("creating container {}", spec.name))?
+            .id;
+        if let Err(e) = self.docker.start_container(&id, None).await {
+            force_remove(&self.docker, &id).await;
+            return Err(e).context(format!("starting container {}", spec.name));
+        }
+        let ended = Arc::new(AtomicBool::new(false));
+        self.follow_logs(&id, lines.clone(), ended.clone());
+        let cpu = self.cpu_source(&id).await;
+        Ok(Container { id, ended, cpu })
+    }
+
+    /// Copies the container's stdout and stderr, line by line, into `lines` until it stops.
+    fn follow_logs(&self, id: &str, lines: Lines, ended: Arc<AtomicBool>) {
+        let opts = LogsOptionsBuilder::default()
+            .follow(true)
+            .stdout(true)
+            .stderr(true)
+            .build();
+        let mut stream = self.docker.logs(id, Some(opts));
+        tokio::spawn(async move {
+            let mut partial = String::new();
+            while let Some(Ok(chunk)) = stream.next().await {
+                partial.push_str(&chunk.to_string());
+                while let Some(i) = partial.find('\n') {
+                    let line: String = partial.drain(..=i).collect();
+                    lines.lock().unwrap().push(line.trim_end().to_string());
+                }
+            }
+            if !partial.is_empty() {
+                lines.lock().unwrap().push(partial);
+            }
+            ended.store(true, Ordering::Release);
+        });
+    }
+
+    /// The container's cgroup CPU counter, if this process can see it: the engine's host is
+    /// this host, and the container's init is in our /proc with a cgroup named after the
+    /// container.
+    async fn cpu_source(&self, id: &str) -> CpuSource {
+        let pid = self
+            .docker
+            .inspect_container(id, None)
+            .await
+            .ok()
+            .and_then(|i| i.state)
+            .and_then(|s| s.pid)
+            .filter(|&p| p > 0);
+        let Some(pid) = pid else {
+            return CpuSource::StatsApi;
+        };
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+            return CpuSource::StatsApi;
+        };
+        match cgroup_cpu_file(&text, id, std::path::Path::new("/sys/fs/cgroup")) {
+            Some(src) if read_cgroup(&src).is_some() => src,
+            _ => CpuSource::StatsApi,
+        }
+    }
+
+    pub fn alive(&self, c: &Container) -> bool {
+        !c.ended.load(Ordering::Acquire)
+    }
+
+    /// Cumulative CPU time of the container, in nanoseconds.
+    pub async fn cpu_ns(&self, c: &Container) -> Option<u64> {
+        match &c.cpu {
+            CpuSource::StatsApi => {
+                let opts = StatsOptionsBuilder::default()
+                    .stream(false)
+                    .one_shot(true)
+                    .build();
+                let stats = self.docker.stats(&c.id, Some(opts)).next().await?.ok()?;
+                stats.cpu_stats?.cpu_usage?.total_usage
+            }
+            src => read_cgroup(src),
+        }
+    }
+
+    pub fn cpu_source_of(c: &Container) -> &CpuSource {
+        &c.cpu
+    }
+
+    pub async fn signal(&self, c: &Container, signal: &str) {
+        let opts = KillContainerOptionsBuilder::default()
+            .signal(signal)
+            .build();
+        let _ = self.docker.kill_container(&c.id, Some(opts)).await;
+    }
+
+    /// Waits (at most `limit`) for the container to stop, then removes it.
+    pub async fn reap(&self, c: Container, limit: Duration) {
+        let opts = WaitContainerOptionsBuilder::default()
+            .condition("not-running")
+            .build();
+        let wait = self.docker.wait_container(&c.id, Some(opts));
+        let _ = tokio::time::timeout(limit, wait.collect::<Vec<_>>()).await;
+        // Let the log follower deliver the last lines (the counters) before removal.
+        for _ in 0..50 {
+            if c.ended.load(Ordering::Acquire) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        force_remove(&self.docker, &c.id).await;
+    }
+
+    /// The container's address on `network`.
+    pub async fn address_on(&self, c: &Container, network: &str) -> Result<String> {
+        let info = self.docker.inspect_container(&c.id, None).await?;
+        info.network_settings
+            .and_then(|n| n.networks)
+            .and_then(|mut n| n.remove(network))
+            .and_then(|e| e.ip_address)
+            .filter(|ip| !ip.is_empty())
+            .with_context(|| format!("the server container has no address on {network}"))
+    }
+}
+
+/// The CPU counter file for container `id` from its init's `/proc/PID/cgroup` text; `None`
+/// unless the cgroup path names the container (a pid seen in another host's namespace must not
+/// be read as ours).
+pub fn cgroup_cpu_file(proc_cgroup: &str, id: &str, root: &std::path::Path) -> Option<CpuSource> {
+    let mut v2 = None;
+    for line in proc_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if !path.contains(id) {
+            continue;
+        }
+        let rel = path.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "cpuacct") {
+            for dir in ["cpuacct", "cpu,cpuacct", "cpuacct,cpu"] {
+                let f = root.join(dir).join(rel).join("cpuacct.usage");
+                if f.exists() {
+                    return Some(CpuSource::CgroupV1(f));
+                }
+            }
+        }
+        if controllers.is_empty() {
+            v2 = Some(CpuSource::CgroupV2(root.join(rel).join("cpu.stat")));
+        }
+    }
+    v2
+}
+
+/// Reads a cgroup CPU counter, in nanoseconds.
+pub fn read_cgroup(src: &CpuSource) -> Option<u64> {
+    match src {
+        CpuSource::CgroupV1(f) => std::fs::read_to_string(f).ok()?.trim().parse().ok(),
+        CpuSource::CgroupV2(f) => {
+            let text = std::fs::read_to_string(f).ok()?;
+            let usec: u64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("usage_usec "))?
+                .trim()
+                .parse()
+                .ok()?;
+            Some(usec * 1000)
+        }
+        CpuSource::StatsApi => None,
+    }
+}
+
+/// Removes the container, running or not; a container already gone is not an error here.
+async fn force_remove(docker: &bollard::Docker, id: &str) {
+    let opts = RemoveContainerOptionsBuilder::default().force(true).build();
+    let _ = docker.remove_container(id, Some(opts)).await;
+}
+
+/// Every container the runner makes: labelled, pinned, read-only, no capabilities, no new
+/// privileges, plus the profile's seccomp option (`None`: the engine's default).
+fn locked_down(
+    image: &str,
+    network: &str,
+    cpus: &[usize],
+    seccomp: Option<String>,
+) -> ContainerCreateBody {
+    let cpuset = cpus
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut security_opt = vec!["no-new-privileges:true".to_string()];
+    security_opt.extend(seccomp);
+    ContainerCreateBody {
+        image: Some(image.into()),
+        labels: Some([(LABEL.to_string(), "1".to_string())].into()),
+        host_config: Some(HostConfig {
+            network_mode: Some(network.into()),
+            cpuset_cpus: (!cpuset.is_empty()).then_some(cpuset),
+            security_opt: Some(security_opt),
+            cap_drop: Some(vec!["ALL".into()]),
+            readonly_rootfs: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cgroup_counter_is_found_for_v1_and_v2_and_only_for_the_container() {
+        let root = std::env::temp_dir().join(format!("rxbench-cgroup-{}", std::process::id()));
+        let id = "0123abcd";
+        let v1 = root.join("cpuacct/docker").join(id);
+        std::fs::create_dir_all(&v1).unwrap();
+        std::fs::write(v1.join("cpuacct.usage"), "123456789\n").unwrap();
+        let text =
+            format!("4:memory:/docker/{id}\n2:cpuacct:/docker/{id}\n1:cpu:/docker/{id}\n0::/\n");
+        let src = cgroup_cpu_file(&text, id, &root).unwrap();
+        assert_eq!(src, CpuSource::CgroupV1(v1.join("cpuacct.usage")));
+        assert_eq!(read_cgroup(&src), Some(123_456_789));
+        // Another container's (or another host's) pid: its cgroup does not name our id.
+        assert_eq!(cgroup_cpu_file("2:cpuacct:/docker/ffff\n", id, &root), None);
+
+        let v2 = root.join("system.slice").join(format!("docker-{id}.scope"));
+        std::fs::create_dir_all(&v2).unwrap();
+        std::fs::write(v2.join("cpu.stat"), "usage_usec 4200\nuser_usec 4000\n").unwrap();
+        let text = format!("0::/system.slice/docker-{id}.scope\n");
+        let src = cgroup_cpu_file(&text, id, &root).unwrap();
+        assert_eq!(read_cgroup(&src), Some(4_200_000));
+        std::fs::remove_dir_all(&root).ok();
+    }
+}

@@ -1,0 +1,168 @@
+//! The native mechanism: each resident server is a child process, pinned with
+//! `sched_setaffinity` before exec; `no-io-uring` is a seccomp filter installed in the child.
+//! Its CPU time is the process's CPU clock (`clock_getcpuclockid`), in nanoseconds.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result};
+
+use super::{Lines, ServerSpec};
+use crate::model::Profile;
+
+pub struct Native {
+    pub server: PathBuf,
+}
+
+pub struct Process {
+    child: Mutex<Child>,
+    pid: libc::pid_t,
+}
+
+impl Native {
+    pub fn start(&self, spec: &ServerSpec, lines: &Lines) -> Result<Process> {
+        let mut cmd = Command::new(&self.server);
+        cmd.envs(spec.env())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if spec.key.profile == Profile::NoIoUring {
+            sandbox::deny_io_uring_in_child(&mut cmd, libc::EPERM)?;
+        }
+        let cpus = spec.cpus.clone();
+        // SAFETY: runs in the forked child before exec: builds a cpu_set_t on the stack and
+        // calls sched_setaffinity, both async-signal-safe; nothing is allocated.
+        unsafe {
+            cmd.pre_exec(move || {
+                if cpus.is_empty() {
+                    return Ok(());
+                }
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                for &c in &cpus {
+                    libc::CPU_SET(c, &mut set);
+                }
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {}", self.server.display()))?;
+        collect(child.stdout.take().expect("piped"), lines.clone());
+        collect(child.stderr.take().expect("piped"), lines.clone());
+        let pid = child.id() as libc::pid_t;
+        Ok(Process {
+            child: Mutex::new(child),
+            pid,
+        })
+    }
+
+    pub fn alive(&self, p: &Process) -> bool {
+        matches!(p.child.lock().unwrap().try_wait(), Ok(None))
+    }
+
+    /// The process's CPU time (all threads), in nanoseconds.
+    pub fn cpu_ns(&self, p: &Process) -> Option<u64> {
+        process_cpu_ns(p.pid)
+    }
+
+    pub fn signal(&self, p: &Process, sig: libc::c_int) {
+        if self.alive(p) {
+            // SAFETY: kill(2) on our own child, which try_wait just saw unreaped.
+            unsafe { libc::kill(p.pid, sig) };
+        }
+    }
+
+    /// Waits for the process to exit (after SIGTERM); kills it after `limit`.
+    pub fn reap(&self, p: Process, limit: std::time::Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        let mut child = p.child.into_inner().unwrap();
+        while matches!(child.try_wait(), Ok(None)) {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        "native".into()
+    }
+
+    pub fn check(server: &Path) -> Result<()> {
+        anyhow::ensure!(server.exists(), "{} does not exist", server.display());
+        Ok(())
+    }
+}
+
+/// Reads `pipe` line by line into `lines` until it closes.
+fn collect(pipe: impl Read + Send + 'static, lines: Lines) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            lines.lock().unwrap().push(line);
+        }
+    });
+}
+
+/// CPU time of process `pid`, all threads, in nanoseconds (the kernel's per-process CPU
+/// clock: exact, where /proc/PID/stat counts in clock ticks).
+pub fn process_cpu_ns(pid: libc::pid_t) -> Option<u64> {
+    let mut clock: libc::clockid_t = 0;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: both calls only write the out-parameters we pass; a pid that has gone gives an
+    // error code, not undefined behaviour.
+    unsafe {
+        if libc::clock_getcpuclockid(pid, &mut clock) != 0
+            || libc::clock_gettime(clock, &mut ts) != 0
+        {
+            return None;
+        }
+    }
+    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_clock_counts_a_child_s_cpu_time_in_nanoseconds() {
+        // A child that spins for ~200 ms of CPU, then sleeps so that it can still be read.
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 5",
+            ])
+            .spawn()
+            .unwrap();
+        let pid = child.id() as libc::pid_t;
+        let first = process_cpu_ns(pid).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let second = process_cpu_ns(pid).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(second > first, "{first} {second}");
+        assert!(
+            !second.is_multiple_of(10_000_000) || !first.is_multiple_of(10_000_000),
+            "finer than clock ticks"
+        );
+        let mut gone = Command::new("true").spawn().unwrap();
+        let gone_pid = gone.id() as libc::pid_t;
+        gone.wait().unwrap();
+        assert_eq!(
+            process_cpu_ns(gone_pid),
+            None,
+            "a reaped process has no clock"
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! The schedule, with no I/O: which servers are resident, which cells a round visits, and in
+//! what order (shuffled afresh each round from a recorded seed).
+
+use std::time::Duration;
+
+use rand_core::SeedableRng;
+use rand_pcg::Pcg64;
+
+use crate::model::ServerKey;
+use crate::stats::below;
+
+/// One cell of the matrix: a resident server at one connection level on one route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cell {
+    /// Index into [`Plan::servers`].
+    pub server: usize,
+    pub conns: u32,
+    /// Index into [`Plan::routes`].
+    pub route: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub servers: Vec<ServerKey>,
+    pub conns: Vec<u32>,
+    /// `METHOD:/path`, as `--routes` spells them.
+    pub routes: Vec<String>,
+    /// Slices per cell: a round visits every cell once.
+    pub rounds: u32,
+    /// Measured time per slice.
+    pub slice: Duration,
+    /// Load before each slice's measured window, not recorded.
+    pub warmup: Duration,
+    pub seed: u64,
+}
+
+/// What a slice costs beyond its warm-up and window: connecting, two counter snapshots, the
+/// raw.json write (measured here: 0.10–0.15 s).
+pub const SLICE_OVERHEAD: Duration = Duration::from_millis(150);
+
+impl Plan {
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut cells = Vec::new();
+        for server in 0..self.servers.len() {
+            for &conns in &self.conns {
+                for route in 0..self.routes.len() {
+                    cells.push(Cell {
+                        server,
+                        conns,
+                        route,
+                    });
+                }
+            }
+        }
+        cells
+    }
+
+    pub fn slices(&self) -> usize {
+        self.cells().len() * self.rounds as usize
+    }
+
+    /// Round `round`'s order (rounds count from 1): every cell once, shuffled by a generator
+    /// seeded with the run's seed and the round, so a recorded seed reproduces the schedule.
+    pub fn round_order(&self, round: u32) -> Vec<Cell> {
+        let mut cells = self.cells();
+        let mut rng =
+            Pcg64::seed_from_u64(self.seed ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        // Fisher–Yates.
+        for i in (1..cells.len()).rev() {
+            cells.swap(i, below(&mut rng, i + 1));
+        }
+        cells
+    }
+
+    /// The measuring time: every slice's warm-up, window and overhead (server start-up and
+    /// builds come on top).
+    pub fn eta(&self) -> Duration {
+        (self.warmup + self.slice + SLICE_OVERHEAD) * self.slices() as u32
+    }
+
+    /// What `--dry-run` prints.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "plan: {} resident servers x {} connection levels x {} routes = {} cells; {} rounds = {} slices\n",
+            self.servers.len(),
+            self.conns.len(),
+            self.routes.len(),
+            self.cells().len(),
+            self.rounds,
+            self.slices()
+        );
+        s += &format!(
+            "each slice: {} ms warm-up + {} ms measured; seed {}\n",
+            self.warmup.as_millis(),
+            self.slice.as_millis(),
+            self.seed
+        );
+        s += &format!(
+            "servers: {}\n",
+            self.servers
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for round in 1..=self.rounds.min(2) {
+            let first: Vec<String> = self
+                .round_order(round)
+                .iter()
+                .take(4)
+                .map(|c| self.cell_name(c))
+                .collect();
+            s += &format!("round {round} starts: {} …\n", first.join(", "));
+        }
+        let eta = self.eta().as_secs();
+        s += &format!(
+            "ETA: about {} min {:02} s of measuring (plus builds and server start-up)\n",
+            eta / 60,
+            eta % 60
+        );
+        s
+    }
+
+    pub fn cell_name(&self, c: &Cell) -> String {
+        let route = if self.routes.len() > 1 {
+            format!(" {}", self.routes[c.route])
+        } else {
+            String::new()
+        };
+        format!("{} c={}{route}", self.servers[c.server], c.conns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Profile, ServerConfig};
+
+    fn plan(seed: u64) -> Plan {
+        let servers = [
+            ServerConfig::Legacy,
+            ServerConfig::Rx,
+            ServerConfig::IoUring,
+        ]
+        .into_iter()
+        .flat_map(|config| {
+            [Profile::Default, Profile::Relaxed]
+                .into_iter()
+                .map(move |profile| ServerKey { profile, config })
+        })
+        .collect();
+        Plan {
+            servers,
+            conns: vec![64, 256, 512],
+            routes: vec!["GET:/".into(), "POST:/user".into()],
+            rounds: 20,
+            slice: Duration::from_secs(1),
+            warmup: Duration::from_millis(300),
+            seed,
+        }
+    }
+
+    #[test]
+    fn every_round_visits_every_cell_once() {
+        let p = plan(1);
+        let mut all = p.cells();
+        all.sort();
+        assert_eq!(all.len(), 6 * 3 * 2);
+        for round in 1..=p.rounds {
+            let mut order = p.round_order(round);
+            order.sort();
+            assert_eq!(order, all, "round {round}");
+        }
+        assert_eq!(p.slices(), 36 * 20);
+    }
+
+    #[test]
+    fn the_order_varies_between_rounds_and_the_seed_reproduces_it() {
+        let p = plan(42);
+        let orders: Vec<Vec<Cell>> = (1..=p.rounds).map(|r| p.round_order(r)).collect();
+        for w in orders.windows(2) {
+            assert_ne!(w[0], w[1]);
+        }
+        // No cell is stuck at one place: the first slice of a round is spread over cells.
+        let firsts: std::collections::BTreeSet<Cell> = orders.iter().map(|o| o[0]).collect();
+        assert!(firsts.len() > 10, "{}", firsts.len());
+        assert_eq!(plan(42).round_order(7), p.round_order(7));
+        assert_ne!(plan(43).round_order(7), p.round_order(7));
+    }
+
+    #[test]
+    fn eta_and_description() {
+        let p = plan(5);
+        assert_eq!(p.eta(), Duration::from_millis(1450) * 720);
+        let text = p.describe();
+        assert!(text.contains("6 resident servers x 3 connection levels x 2 routes = 36 cells; 20 rounds = 720 slices"), "{text}");
+        assert!(text.contains("ETA: about 17 min 24 s"), "{text}");
+        assert!(text.contains("seed 5"));
+    }
+}

@@ -1,0 +1,387 @@
+//! table.md (the seed PR's layout, every change with its paired interval, then the evidence)
+//! and results.csv.
+
+use crate::model::{Profile, Raw, ServerConfig};
+use crate::stats::{ratio_text, short_ms, short_rate};
+use crate::summary::{Comparison, Metric, Row, Summary, MEAN_ROUTE, RESOLUTION_LIMIT, SATURATED};
+
+/// Column order of the seed PR's table.
+const COLUMNS: [ServerConfig; 5] = [
+    ServerConfig::Legacy,
+    ServerConfig::Rx,
+    ServerConfig::IoUring,
+    ServerConfig::IoUringControl,
+    ServerConfig::Oneshot,
+];
+
+fn find<'a>(
+    s: &'a Summary,
+    p: Profile,
+    c: ServerConfig,
+    conns: u32,
+    route: &str,
+) -> Option<&'a Row> {
+    s.rows
+        .iter()
+        .find(|r| r.profile == p && r.config == c && r.conns == conns && r.route == route)
+}
+
+pub fn comparison<'a>(
+    s: &'a Summary,
+    p: Profile,
+    c: ServerConfig,
+    base: (Profile, ServerConfig),
+    conns: u32,
+    route: &str,
+    metric: Metric,
+) -> Option<&'a Comparison> {
+    s.comparisons.iter().find(|x| {
+        x.profile == p
+            && x.config == c
+            && x.baseline_profile == base.0
+            && x.baseline == base.1
+            && x.conns == conns
+            && x.route == route
+            && x.metric == metric
+    })
+}
+
+fn pct(x: f64) -> String {
+    format!("±{:.1} %", x * 100.0)
+}
+
+/// The resolution paragraph: the worst A/A half-width, and a warning when it is too wide.
+fn resolution_text(s: &Summary) -> String {
+    let mut t = String::from("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server twice — half-width of its paired 95 % interval, worst cell): ");
+    match (
+        s.resolution_worst.get("cpu_per_request"),
+        s.resolution_worst.get("rps"),
+    ) {
+        (None, None) => {
+            t += "unknown: this run has no io_uring control pair, so it cannot say how small a difference it resolves.\n\n";
+            return t;
+        }
+        (cpu, rps) => {
+            t += &format!(
+                "CPU per request {}, req/s {}.",
+                cpu.map_or("–".into(), |c| pct(*c)),
+                rps.map_or("–".into(), |r| pct(*r))
+            );
+            if cpu.is_some_and(|c| *c > RESOLUTION_LIMIT) {
+                t += &format!(" **This run was too noisy to separate effects smaller than {}** (the limit is ±{:.0} %).", pct(*cpu.unwrap()), RESOLUTION_LIMIT * 100.0);
+            }
+        }
+    }
+    t += "\n\n";
+    let mut cells: Vec<String> = s
+        .resolution
+        .iter()
+        .filter(|r| r.metric == Metric::CpuPerRequest)
+        .map(|r| {
+            format!(
+                "{} c={}{}: {}",
+                r.profile.name(),
+                r.conns,
+                route_suffix(&r.route),
+                pct(r.half_width)
+            )
+        })
+        .collect();
+    cells.sort();
+    if !cells.is_empty() {
+        t += &format!("Per cell (CPU per request): {}.\n\n", cells.join("; "));
+    }
+    t
+}
+
+fn route_suffix(route: &str) -> String {
+    if route == "GET:/" {
+        String::new()
+    } else {
+        format!(" {route}")
+    }
+}
+
+pub fn markdown(raw: &Raw, s: &Summary) -> String {
+    let mut t = String::from("# rxbench results\n\n");
+    let st = &raw.settings;
+    t += &format!(
+        "Engine: {}. Machine: {} ({} cores), kernel {}. Driver: {}. Started {} (commit {}){}.\n\n",
+        raw.engine,
+        raw.machine.cpu_model,
+        raw.machine.cores,
+        raw.machine.kernel,
+        raw.driver,
+        raw.started_utc,
+        raw.commit.as_deref().unwrap_or("unknown"),
+        if raw.complete {
+            ""
+        } else {
+            " — **incomplete run** (interrupted or failed: the figures rest on the slices it finished)"
+        }
+    );
+    t += &format!(
+        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds, each driving every (server, connection level, route) once for a {:.0} ms slice after a {:.0} ms warm-up, in a fresh random order (seed {}). {} slices.\n\n",
+        st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_s * 1000.0, st.slice_warmup_s * 1000.0, st.seed, raw.slices.len()
+    );
+    t += &resolution_text(s);
+    for n in &raw.notes {
+        t += &format!("- {n}\n");
+    }
+    if !raw.notes.is_empty() {
+        t += "\n";
+    }
+    t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then its 95 % bootstrap interval in brackets. `≈` means the interval contains no change: this run cannot tell the two apart, whatever the medians say. req/s is the median over slices in which the server was saturated (≥ {:.0} % CPU); CPU per request is the server's CPU time over the slice divided by the requests answered in it — the steadier of the two on a shared machine. ⚠: the server did not run what its column claims (see the evidence).\n\n", SATURATED * 100.0);
+
+    let mut routes = st.routes.clone();
+    if routes.len() > 1 {
+        routes.push(MEAN_ROUTE.into());
+    }
+    for profile in Profile::ALL {
+        if !s.rows.iter().any(|r| r.profile == profile) {
+            continue;
+        }
+        t += &format!("## Profile `{}`\n\n", profile.name());
+        for route in &routes {
+            if routes.len() > 1 {
+                t += &format!("### Route `{route}`\n\n");
+            }
+            for (title, metric) in [
+                ("req/s", Metric::Rps),
+                ("CPU per request (µs)", Metric::CpuPerRequest),
+                ("P50 latency", Metric::P50),
+            ] {
+                t += &seed_table(s, profile, route, title, metric);
+            }
+        }
+    }
+    t += &filter_cost(s, &routes);
+    if !s.route_means.is_empty() {
+        t += "## Mean over the routes (the-benchmarker's published figure)\n\n| profile | config | conns | req/s (mean of the routes' medians) |\n| --- | --- | --- | --- |\n";
+        for m in &s.route_means {
+            t += &format!(
+                "| {} | {} | {} | {} |\n",
+                m.profile.name(),
+                m.config.name(),
+                m.conns,
+                short_rate(m.rps_mean)
+            );
+        }
+        t += "\n";
+    }
+    t += &evidence(raw, s);
+    t
+}
+
+/// One seed-PR table: a row per connection level, a column per configuration, each value
+/// with its paired change against its baseline.
+fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: Metric) -> String {
+    let mut conns: Vec<u32> = s.rows.iter().map(|r| r.conns).collect();
+    conns.sort_unstable();
+    conns.dedup();
+    let present: Vec<ServerConfig> = COLUMNS
+        .into_iter()
+        .filter(|c| {
+            s.rows
+                .iter()
+                .any(|r| r.profile == profile && r.config == *c)
+        })
+        .collect();
+    let mut t = format!("{title}:\n\n| conns |");
+    for c in &present {
+        t += &format!(" {} |", c.heading());
+    }
+    t += "\n| --- |";
+    for _ in &present {
+        t += " --- |";
+    }
+    t += "\n";
+    for &n in &conns {
+        t += &format!("| {n} |");
+        for &c in &present {
+            let value = if route == MEAN_ROUTE {
+                if metric != Metric::Rps {
+                    t += " – |";
+                    continue;
+                }
+                s.route_means
+                    .iter()
+                    .find(|m| m.profile == profile && m.config == c && m.conns == n)
+                    .map(|m| short_rate(m.rps_mean))
+            } else {
+                find(s, profile, c, n, route).map(|r| {
+                    let mark = if r.flag.is_some() { " ⚠" } else { "" };
+                    let v = match metric {
+                        Metric::Rps => short_rate(r.rps_median),
+                        Metric::CpuPerRequest => r
+                            .cpu_us_per_request
+                            .map_or("–".into(), |c| format!("{c:.2}")),
+                        Metric::P50 => short_ms(r.p50_us),
+                    };
+                    format!("{v}{mark}")
+                })
+            };
+            let Some(value) = value else {
+                t += " – |";
+                continue;
+            };
+            let change = c
+                .baseline()
+                .and_then(|b| comparison(s, profile, c, (profile, b), n, route, metric))
+                .map(|x| format!(" {}", ratio_text(&x.interval())))
+                .unwrap_or_default();
+            t += &format!(" {value}{change} |");
+        }
+        t += "\n";
+    }
+    t + "\n"
+}
+
+/// What the seccomp filter itself costs: each profile against `relaxed`, same configuration.
+fn filter_cost(s: &Summary, routes: &[String]) -> String {
+    let rows: Vec<&Comparison> = s
+        .comparisons
+        .iter()
+        .filter(|c| {
+            c.baseline_profile == Profile::Relaxed
+                && c.profile != Profile::Relaxed
+                && c.metric != Metric::P50
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut t = String::from("## What the profile costs: each profile against `relaxed` (no filter), same configuration\n\nPaired ratio of CPU per request and of req/s (median, 95 % interval). Under `no-io-uring` (and an engine that blocks io_uring) the io_uring columns compare the epoll fallback with relaxed's io_uring.\n\n| profile | config | conns | route | CPU per request | req/s |\n| --- | --- | --- | --- | --- | --- |\n");
+    for profile in [Profile::Default, Profile::NoIoUring] {
+        for config in ServerConfig::ALL {
+            for route in routes {
+                let mut conns: Vec<u32> = rows.iter().map(|c| c.conns).collect();
+                conns.sort_unstable();
+                conns.dedup();
+                for n in conns {
+                    let get =
+                        |m| comparison(s, profile, config, (Profile::Relaxed, config), n, route, m);
+                    let (cpu, rps) = (get(Metric::CpuPerRequest), get(Metric::Rps));
+                    if cpu.is_none() && rps.is_none() {
+                        continue;
+                    }
+                    let text = |c: Option<&Comparison>| {
+                        c.map_or("–".into(), |c| ratio_text(&c.interval()))
+                    };
+                    t += &format!(
+                        "| {} | {} | {n} | {route} | {} | {} |\n",
+                        profile.name(),
+                        config.name(),
+                        text(cpu),
+                        text(rps)
+                    );
+                }
+            }
+        }
+    }
+    t + "\n"
+}
+
+fn evidence(raw: &Raw, s: &Summary) -> String {
+    let mut t = String::from("## Evidence\n\n| profile | config | route | backend observed | conns | req/s median [min–max] | CPU µs/req median [min–max] | P50 | P99 | server CPU | unsaturated slices | syscalls/req (epoll_ctl) | slices ok/failed | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for r in &s.rows {
+        let sys = |k: &str| {
+            r.syscalls_per_request
+                .get(k)
+                .map_or("–".into(), |v| format!("{v:.3}"))
+        };
+        let notes = match (&r.flag, &r.note) {
+            (Some(f), _) => format!("⚠ {f}"),
+            (None, Some(n)) => n.clone(),
+            _ => String::new(),
+        };
+        let cpu = match (
+            r.cpu_us_per_request,
+            r.cpu_us_per_request_min,
+            r.cpu_us_per_request_max,
+        ) {
+            (Some(m), Some(lo), Some(hi)) => format!("{m:.2} [{lo:.2}–{hi:.2}]"),
+            _ => "–".into(),
+        };
+        t += &format!(
+            "| {} | {} | {} | {} io_uring={} | {} | {:.0} [{:.0}–{:.0}] | {cpu} | {} | {} | {} | {} | {} ({}) | {}/{} | {} |\n",
+            r.profile.name(), r.config.name(), r.route, r.backend_observed, r.io_uring, r.conns,
+            r.rps_median, r.rps_min, r.rps_max, short_ms(r.p50_us), short_ms(r.p99_us),
+            r.server_cpu.map_or("–".into(), |c| format!("{c:.0} %")), r.load_bound_rounds,
+            sys("total"), sys("epoll_ctl"), r.rounds_ok, r.rounds_failed, notes.replace('|', "/")
+        );
+    }
+    t += &format!("\nsyscalls/req: the server's own counters, SIGUSR1 snapshots at the two edges of every slice diffed, summed over the cell's slices, divided by the requests the server counted in the same windows. CPU µs/req: the server's CPU time over exactly the slice (container: its cgroup's counter; native: the process CPU clock) divided by the requests the driver completed in it. Server CPU: that time as a share of the server's CPUs; below {:.0} % the slice is unsaturated and its req/s is left out of the median. P50/P99: the slices' latency histograms merged.\n\n", SATURATED * 100.0);
+    t += "## Servers\n\n| server | port | start-up line | starts | events |\n| --- | --- | --- | --- | --- |\n";
+    for sv in &raw.servers {
+        t += &format!(
+            "| {} | {} | {} | {} | {} |\n",
+            sv.key,
+            sv.port,
+            sv.startup.as_ref().map_or("–", |s| s.line.as_str()),
+            sv.starts,
+            sv.events
+                .iter()
+                .map(|e| e.replace('\n', " ⏎ ").replace('|', "/"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    t
+}
+
+pub fn csv(s: &Summary) -> String {
+    let mut t = String::from("profile,config,conns,route,backend_observed,io_uring,rounds_ok,rounds_failed,rps_median,rps_min,rps_max,cpu_us_per_request,p50_us,p99_us,server_cpu,load_bound_rounds,syscalls_per_request_total,epoll_ctl_per_request,flag,note\n");
+    let q = |x: &str| format!("\"{}\"", x.replace('"', "\"\""));
+    let opt = |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
+    for r in &s.rows {
+        t += &format!(
+            "{},{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{},{:.1},{:.1},{},{},{},{},{},{}\n",
+            r.profile.name(),
+            r.config.name(),
+            r.conns,
+            q(&r.route),
+            r.backend_observed,
+            q(&r.io_uring),
+            r.rounds_ok,
+            r.rounds_failed,
+            r.rps_median,
+            r.rps_min,
+            r.rps_max,
+            opt(r.cpu_us_per_request, 3),
+            r.p50_us,
+            r.p99_us,
+            opt(r.server_cpu, 1),
+            r.load_bound_rounds,
+            opt(r.syscalls_per_request.get("total").copied(), 4),
+            opt(r.syscalls_per_request.get("epoll_ctl").copied(), 4),
+            q(r.flag.as_deref().unwrap_or("")),
+            q(r.note.as_deref().unwrap_or(""))
+        );
+    }
+    t
+}
+
+/// comparisons.csv: every paired comparison, one per line.
+pub fn comparisons_csv(s: &Summary) -> String {
+    let q = |x: &str| format!("\"{}\"", x.replace('"', "\"\""));
+    let mut t = String::from("profile,config,baseline_profile,baseline,conns,route,metric,ratio_median,ci95_low,ci95_high,significant,pairs\n");
+    for c in &s.comparisons {
+        t += &format!(
+            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{}\n",
+            c.profile.name(),
+            c.config.name(),
+            c.baseline_profile.name(),
+            c.baseline.name(),
+            c.conns,
+            q(&c.route),
+            c.metric.key(),
+            c.ratio_median,
+            c.ci95_low,
+            c.ci95_high,
+            c.significant,
+            c.pairs
+        );
+    }
+    t
+}
