@@ -1,5 +1,11 @@
 //! Skips a chunked request body (RFC 9112 §7.1) without keeping it: the contract ignores
 //! bodies, but the next pipelined request starts right after this one's last chunk.
+//!
+//! Strict where a lenient reader would disagree with another about where the body ends (the
+//! root of request smuggling): every line ends in CRLF — a bare LF, or a CR not followed by LF,
+//! anywhere in a size line, an extension or a trailer is malformed — and control bytes other
+//! than HTAB are refused in extensions and trailers (RFC 9112 §7.1.1, RFC 9110 §5.5). Sizes are
+//! limited by value (the body limit), not by how many digits spell them.
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum ChunkError {
@@ -11,7 +17,7 @@ pub enum ChunkError {
 enum State {
     /// Hex digits of a chunk size; `digits` counts them.
     Size,
-    /// Chunk extension, ignored up to its CR.
+    /// Chunk extension, ignored up to its CR (HTAB and visible bytes only).
     Extension,
     SizeLf,
     Data,
@@ -57,10 +63,11 @@ impl Chunked {
                     b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
                         let digit = (b as char).to_digit(16).expect("hex") as u64;
                         self.digits += 1;
-                        if self.digits > 15 {
-                            return Err(ChunkError::TooLarge);
-                        }
-                        self.size = self.size * 16 + digit;
+                        // Leading zeros are free; a value past the body limit is too large.
+                        self.size = match self.size.checked_mul(16).map(|v| v + digit) {
+                            Some(v) if v <= self.limit.saturating_sub(self.total) => v,
+                            _ => return Err(ChunkError::TooLarge),
+                        };
                         State::Size
                     }
                     _ if self.digits == 0 => return Err(ChunkError::Malformed),
@@ -70,7 +77,8 @@ impl Chunked {
                 },
                 State::Extension => match b {
                     b'\r' => State::SizeLf,
-                    _ => State::Extension,
+                    b'\t' | b' '..=b'~' | 0x80..=0xff => State::Extension,
+                    _ => return Err(ChunkError::Malformed),
                 },
                 State::SizeLf => match b {
                     b'\n' if self.size == 0 => State::TrailerStart,
@@ -105,11 +113,14 @@ impl Chunked {
                 },
                 State::TrailerStart => match b {
                     b'\r' => State::FinalLf,
-                    _ => State::TrailerLine,
+                    // A trailer field line starts with a name: no folding, no control bytes.
+                    b'!'..=b'~' => State::TrailerLine,
+                    _ => return Err(ChunkError::Malformed),
                 },
                 State::TrailerLine => match b {
                     b'\r' => State::TrailerLf,
-                    _ => State::TrailerLine,
+                    b'\t' | b' '..=b'~' | 0x80..=0xff => State::TrailerLine,
+                    _ => return Err(ChunkError::Malformed),
                 },
                 State::TrailerLf => match b {
                     b'\n' => State::TrailerStart,
@@ -177,7 +188,44 @@ mod tests {
             skip_all(b"ffffffffffffffff\r\n", 30),
             Err(ChunkError::TooLarge)
         );
+        assert_eq!(
+            skip_all(b"fffffffffffffffffffffffffffff\r\n", 7),
+            Err(ChunkError::TooLarge),
+            "no overflow, however many digits"
+        );
         let mut c = Chunked::new(10);
         assert_eq!(c.feed(b"b\r\n"), Err(ChunkError::TooLarge));
+        // The limit is on the total of the chunks, not on each.
+        let mut c = Chunked::new(10);
+        assert_eq!(c.feed(b"6\r\nabcdef\r\n"), Ok((11, false)));
+        assert_eq!(c.feed(b"5\r\n"), Err(ChunkError::TooLarge));
+    }
+
+    #[test]
+    fn sizes_are_limited_by_value_not_by_digits() {
+        let body = b"00000000000000000003\r\nabc\r\n0000000000000000000000\r\n\r\n";
+        assert_eq!(skip_all(body, 5), Ok(body.len()));
+    }
+
+    #[test]
+    fn bare_lf_and_control_bytes_in_chunk_lines_and_trailers_are_refused() {
+        for bad in [
+            &b"3;ext\nabc\r\n0\r\n\r\n"[..],        // bare LF inside an extension
+            b"3;a=\x01\r\nabc\r\n0\r\n\r\n",        // control byte in an extension
+            b"3\nabc\r\n0\r\n\r\n",                 // bare LF ends a size line
+            b"3\r\nabc\n0\r\n\r\n",                 // bare LF after data
+            b"0\r\nX-T: 1\nGET / HTTP/1.1\r\n\r\n", // bare LF inside a trailer
+            b"0\r\nX-T: a\x00b\r\n\r\n",            // NUL in a trailer value
+            b"0\r\n X-T: folded\r\n\r\n",           // obsolete line folding
+            b"0\r\n\n",                             // bare LF as the final line
+            b"0\r\nX-T: 1\r\r\n\r\n",               // CR not followed by LF
+        ] {
+            assert_eq!(
+                skip_all(bad, 1),
+                Err(ChunkError::Malformed),
+                "{}",
+                String::from_utf8_lossy(bad).escape_debug()
+            );
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::chunked::{ChunkError, Chunked};
 
-/// Request head larger than this is answered 431.
+/// Request head larger than this is answered 431 (a request line larger than this, 414).
 pub const MAX_HEAD: usize = 8 * 1024;
 const MAX_HEADERS: usize = 64;
 
@@ -19,11 +19,14 @@ pub enum After {
     Close,
 }
 
+/// A request whose head was read and whose body is still arriving. Its answer is decided but
+/// not sent: a body that turns out malformed gets one refusal instead — never a 200 followed by
+/// a second status line that a pipelining client would take for its next request's answer.
 #[derive(Debug)]
 enum Body {
     None,
-    Length(u64),
-    Chunked(Chunked),
+    Length { left: u64, answer: Answer },
+    Chunked { skipper: Chunked, answer: Answer },
 }
 
 /// Per-connection parse state: the body of the last request still being skipped.
@@ -48,6 +51,37 @@ pub struct Progress {
     pub after: After,
 }
 
+/// The contract's routes, as a request's method and path select them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Route<Id> {
+    /// `GET /`, `POST /user`: 200, empty body.
+    Empty,
+    /// `GET /user/:id`: 200, the id as `text/plain`.
+    User(Id),
+    NotFound,
+}
+
+/// A response decided from a request head: what to send and how the connection goes on.
+#[derive(Debug)]
+struct Answer {
+    route: Route<Box<str>>,
+    version: u8,
+    after: After,
+    /// `HEAD`: the headers of the `GET`, no body.
+    head_only: bool,
+}
+
+impl Answer {
+    fn write(&self, out: &mut Vec<u8>, date: &str) {
+        let route = match &self.route {
+            Route::Empty => Route::Empty,
+            Route::User(id) => Route::User(&**id),
+            Route::NotFound => Route::NotFound,
+        };
+        respond_route(out, &route, date, self.version, self.after, self.head_only);
+    }
+}
+
 impl Connection {
     /// True while a request is partly received (its head or its body).
     pub fn in_body(&self) -> bool {
@@ -69,79 +103,82 @@ impl Connection {
             requests,
             after,
         };
+        let refuse = |out: &mut Vec<u8>, status, requests| {
+            respond_error(out, status, date);
+            done(input.len(), requests, After::Close)
+        };
         loop {
-            match &mut self.body {
-                Body::None => {}
-                Body::Length(left) => {
+            // Finish skipping the body of the request before, then answer it.
+            let finished = match &mut self.body {
+                Body::None => false,
+                Body::Length { left, .. } => {
                     let take = (*left).min((input.len() - pos) as u64);
                     *left -= take;
                     pos += take as usize;
                     if *left > 0 {
                         return done(pos, requests, After::KeepAlive);
                     }
-                    self.body = Body::None;
+                    true
                 }
-                Body::Chunked(skipper) => match skipper.feed(&input[pos..]) {
+                Body::Chunked { skipper, .. } => match skipper.feed(&input[pos..]) {
                     Ok((used, finished)) => {
                         pos += used;
                         if !finished {
                             return done(pos, requests, After::KeepAlive);
                         }
-                        self.body = Body::None;
+                        true
                     }
-                    Err(ChunkError::Malformed) => {
-                        respond_error(out, 400, date);
-                        return done(input.len(), requests, After::Close);
-                    }
-                    Err(ChunkError::TooLarge) => {
-                        respond_error(out, 413, date);
-                        return done(input.len(), requests, After::Close);
-                    }
+                    Err(ChunkError::Malformed) => return refuse(out, 400, requests),
+                    Err(ChunkError::TooLarge) => return refuse(out, 413, requests),
                 },
+            };
+            if finished {
+                let (Body::Length { answer, .. } | Body::Chunked { answer, .. }) =
+                    std::mem::replace(&mut self.body, Body::None)
+                else {
+                    unreachable!("a body was being skipped")
+                };
+                answer.write(out, date);
+                requests += 1;
+                if answer.after == After::Close {
+                    return done(input.len(), requests, After::Close);
+                }
             }
             if pos == input.len() {
                 return done(pos, requests, After::KeepAlive);
             }
             let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
             let mut req = httparse::Request::new(&mut headers);
-            let head_len = match req.parse(&input[pos..]) {
+            let rest = &input[pos..];
+            let head_len = match req.parse(rest) {
                 Ok(httparse::Status::Complete(n)) if n <= MAX_HEAD => n,
                 Ok(httparse::Status::Complete(_)) | Err(httparse::Error::TooManyHeaders) => {
-                    respond_error(out, 431, date);
-                    return done(input.len(), requests, After::Close);
+                    return refuse(out, too_large(rest), requests);
                 }
-                Ok(httparse::Status::Partial) if input.len() - pos > MAX_HEAD => {
-                    respond_error(out, 431, date);
-                    return done(input.len(), requests, After::Close);
+                Ok(httparse::Status::Partial) if rest.len() > MAX_HEAD => {
+                    return refuse(out, too_large(rest), requests);
                 }
                 Ok(httparse::Status::Partial) => return done(pos, requests, After::KeepAlive),
-                Err(_) => {
-                    respond_error(out, 400, date);
-                    return done(input.len(), requests, After::Close);
-                }
+                Err(_) => return refuse(out, 400, requests),
             };
             let head = match Head::read(&req) {
                 Ok(head) => head,
-                Err(status) => {
-                    respond_error(out, status, date);
-                    return done(input.len(), requests, After::Close);
-                }
+                Err(status) => return refuse(out, status, requests),
             };
             pos += head_len;
-            requests += 1;
             let body_len = match head.body {
                 BodyKind::Length(n) => n,
                 BodyKind::Chunked => 0,
             };
             if body_len > limits.max_body {
-                respond_error(out, 413, date);
-                return done(input.len(), requests, After::Close);
+                return refuse(out, 413, requests);
             }
             let body_present = match head.body {
                 BodyKind::Length(n) => (input.len() - pos) as u64 >= n,
                 BodyKind::Chunked => false,
             };
-            if head.expect_continue && !body_present {
+            // RFC 9110 §10.1.1: an HTTP/1.0 client cannot understand an interim response.
+            if head.expect_continue && head.version == 1 && !body_present {
                 out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
             }
             let after = if head.keep_alive {
@@ -149,23 +186,79 @@ impl Connection {
             } else {
                 After::Close
             };
-            respond_route(
-                out,
-                req.method.unwrap_or(""),
-                req.path.unwrap_or(""),
-                date,
-                head.version,
-                after,
-            );
-            self.body = match head.body {
-                BodyKind::Length(0) => Body::None,
-                BodyKind::Length(n) => Body::Length(n),
-                BodyKind::Chunked => Body::Chunked(Chunked::new(limits.max_body)),
-            };
-            if after == After::Close {
-                return done(input.len(), requests, After::Close);
+            let method = req.method.unwrap_or("");
+            let head_only = method == "HEAD";
+            let route = route(method, origin_path(req.path.unwrap_or("")));
+            match head.body {
+                BodyKind::Length(0) => {
+                    respond_route(out, &route, date, head.version, after, head_only);
+                    requests += 1;
+                    if after == After::Close {
+                        return done(input.len(), requests, After::Close);
+                    }
+                }
+                body => {
+                    let answer = Answer {
+                        route: match route {
+                            Route::Empty => Route::Empty,
+                            Route::User(id) => Route::User(id.into()),
+                            Route::NotFound => Route::NotFound,
+                        },
+                        version: head.version,
+                        after,
+                        head_only,
+                    };
+                    self.body = match body {
+                        BodyKind::Length(left) => Body::Length { left, answer },
+                        BodyKind::Chunked => Body::Chunked {
+                            skipper: Chunked::new(limits.max_body),
+                            answer,
+                        },
+                    };
+                }
             }
         }
+    }
+}
+
+/// 414 when the request line alone is over the limit, 431 when the header fields are.
+fn too_large(head: &[u8]) -> u16 {
+    let line = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
+    if line > MAX_HEAD {
+        414
+    } else {
+        431
+    }
+}
+
+/// The path of a request target: origin-form as it is, absolute-form (`http://host/path`,
+/// RFC 9112 §3.2.2: a server MUST accept it) without its scheme and authority.
+fn origin_path(target: &str) -> &str {
+    let b = target.as_bytes();
+    let scheme = if b.len() >= 7 && b[..7].eq_ignore_ascii_case(b"http://") {
+        7
+    } else if b.len() >= 8 && b[..8].eq_ignore_ascii_case(b"https://") {
+        8
+    } else {
+        return target;
+    };
+    let rest = &target[scheme..];
+    match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
+        // No path (`http://host` or `http://host?q`): the path is `/`.
+        _ => "/",
+    }
+}
+
+fn route<'a>(method: &str, target: &'a str) -> Route<&'a str> {
+    let path = target.split('?').next().unwrap_or("");
+    match (method, path) {
+        ("GET" | "HEAD", "/") | ("POST", "/user") => Route::Empty,
+        ("GET" | "HEAD", p) => match p.strip_prefix("/user/") {
+            Some(id) if !id.is_empty() && !id.contains('/') => Route::User(id),
+            _ => Route::NotFound,
+        },
+        _ => Route::NotFound,
     }
 }
 
@@ -183,12 +276,15 @@ struct Head {
 }
 
 impl Head {
-    /// Reads the head; `Err(status)` for a request that must be refused.
+    /// Reads the head; `Err(status)` for a request that must be refused (and the connection
+    /// closed: after a framing doubt nothing that follows can be trusted).
     fn read(req: &httparse::Request) -> Result<Head, u16> {
         let version = req.version.unwrap_or(1);
         let (mut close, mut keep_alive_token, mut expect_continue) = (false, false, false);
         let mut length: Option<u64> = None;
-        let mut chunked = false;
+        let mut codings = 0;
+        let mut chunked_last = false;
+        let mut hosts = 0;
         for h in req.headers.iter() {
             let name = h.name;
             if name.eq_ignore_ascii_case("connection") {
@@ -205,22 +301,43 @@ impl Head {
                 }
                 length = Some(n);
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                let last = h
-                    .value
-                    .rsplit(|&b| b == b',')
-                    .next()
-                    .unwrap_or(b"")
-                    .trim_ascii();
-                if !last.eq_ignore_ascii_case(b"chunked") {
-                    return Err(400);
+                // Field lines of one name form one list, in order (RFC 9110 §5.3).
+                for coding in h.value.split(|&b| b == b',') {
+                    let coding = coding.trim_ascii();
+                    if coding.is_empty() {
+                        continue;
+                    }
+                    if chunked_last {
+                        // Anything after `chunked` (`chunked` twice included): the body's
+                        // end cannot be found (RFC 9112 §6.3).
+                        return Err(400);
+                    }
+                    codings += 1;
+                    chunked_last = coding.eq_ignore_ascii_case(b"chunked");
+                    if !chunked_last {
+                        // A coding this server does not implement (RFC 9112 §6.1).
+                        return Err(501);
+                    }
                 }
-                chunked = true;
             } else if name.eq_ignore_ascii_case("expect") {
                 expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+            } else if name.eq_ignore_ascii_case("host") {
+                hosts += 1;
+                if !valid_host(h.value) {
+                    return Err(400);
+                }
             }
         }
+        // RFC 9112 §3.2: no Host on HTTP/1.1, or more than one anywhere: 400.
+        if hosts > 1 || (version == 1 && hosts == 0) {
+            return Err(400);
+        }
+        let chunked = codings > 0;
         if chunked && length.is_some() {
             return Err(400); // RFC 9112 §6.3: a server may reject this, and should
+        }
+        if chunked && version == 0 {
+            return Err(400); // RFC 9112 §6.1: Transfer-Encoding on 1.0 is faulty framing
         }
         let keep_alive = !close && (version == 1 || keep_alive_token);
         Ok(Head {
@@ -236,6 +353,35 @@ impl Head {
     }
 }
 
+/// `uri-host [ ":" port ]` (RFC 9110 §7.2): a reg-name, IPv4 or bracketed IP literal. Empty is
+/// allowed (a target without an authority).
+fn valid_host(v: &[u8]) -> bool {
+    v.trim_ascii().iter().all(|&b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b'%'
+                    | b':'
+                    | b'['
+                    | b']'
+            )
+    })
+}
+
 fn parse_length(v: &[u8]) -> Option<u64> {
     let v = v.trim_ascii();
     if v.is_empty() || v.len() > 18 || !v.iter().all(u8::is_ascii_digit) {
@@ -247,32 +393,25 @@ fn parse_length(v: &[u8]) -> Option<u64> {
 
 fn respond_route(
     out: &mut Vec<u8>,
-    method: &str,
-    target: &str,
+    route: &Route<&str>,
     date: &str,
     version: u8,
     after: After,
+    head_only: bool,
 ) {
-    let path = target.split('?').next().unwrap_or("");
     let connection = match (after, version) {
         (After::Close, _) => Some("close"),
         (After::KeepAlive, 0) => Some("keep-alive"),
         (After::KeepAlive, _) => None,
     };
-    match (method, path) {
-        ("GET", "/") | ("POST", "/user") => respond(out, 200, b"", None, date, connection),
-        ("GET", p) => match p.strip_prefix("/user/") {
-            Some(id) if !id.is_empty() && !id.contains('/') => respond(
-                out,
-                200,
-                id.as_bytes(),
-                Some("text/plain"),
-                date,
-                connection,
-            ),
-            _ => respond(out, 404, b"", None, date, connection),
-        },
-        _ => respond(out, 404, b"", None, date, connection),
+    let (status, body, content_type) = match route {
+        Route::Empty => (200, &b""[..], None),
+        Route::User(id) => (200, id.as_bytes(), Some("text/plain")),
+        Route::NotFound => (404, &b""[..], None),
+    };
+    respond(out, status, body, content_type, date, connection);
+    if head_only {
+        out.truncate(out.len() - body.len());
     }
 }
 
@@ -287,7 +426,9 @@ fn reason(status: u16) -> &'static str {
         400 => "Bad Request",
         404 => "Not Found",
         413 => "Content Too Large",
+        414 => "URI Too Long",
         431 => "Request Header Fields Too Large",
+        501 => "Not Implemented",
         _ => "Error",
     }
 }
@@ -340,11 +481,17 @@ mod tests {
 
     #[test]
     fn routes() {
-        let (out, p) = run(b"GET /user/42 HTTP/1.1\r\nHost: x\r\n\r\n");
+        let (out, p) = run(b"GET /user/42 HTTP/1.1\r\nHost: t\r\n\r\n");
         assert_eq!(p.requests, 1);
         assert!(out.starts_with("HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 16:00:00 GMT\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\n42"), "{out}");
-        assert_eq!(statuses(&run(b"GET / HTTP/1.1\r\n\r\n").0), ["200"]);
-        assert_eq!(statuses(&run(b"POST /user HTTP/1.1\r\n\r\n").0), ["200"]);
+        assert_eq!(
+            statuses(&run(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").0),
+            ["200"]
+        );
+        assert_eq!(
+            statuses(&run(b"POST /user HTTP/1.1\r\nHost: t\r\n\r\n").0),
+            ["200"]
+        );
         for miss in [
             "GET /user/ ",
             "GET /user/1/2 ",
@@ -353,11 +500,11 @@ mod tests {
             "PUT /user ",
             "GET /user ",
         ] {
-            let req = format!("{miss}HTTP/1.1\r\n\r\n");
+            let req = format!("{miss}HTTP/1.1\r\nHost: t\r\n\r\n");
             assert_eq!(statuses(&run(req.as_bytes()).0), ["404"], "{miss}");
         }
         assert_eq!(
-            run(b"GET /user/7?x=1 HTTP/1.1\r\n\r\n")
+            run(b"GET /user/7?x=1 HTTP/1.1\r\nHost: t\r\n\r\n")
                 .0
                 .rsplit("\r\n\r\n")
                 .next(),
@@ -367,8 +514,11 @@ mod tests {
 
     #[test]
     fn keep_alive_rules() {
-        assert_eq!(run(b"GET / HTTP/1.1\r\n\r\n").1.after, After::KeepAlive);
-        let (out, p) = run(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+        assert_eq!(
+            run(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").1.after,
+            After::KeepAlive
+        );
+        let (out, p) = run(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
         assert_eq!(
             (p.after, p.requests, statuses(&out).len()),
             (After::Close, 1, 1)
@@ -383,11 +533,11 @@ mod tests {
     #[test]
     fn bodies_are_skipped_so_the_next_request_parses() {
         let (out, p) = run(
-            b"POST /user HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET /user/9 HTTP/1.1\r\n\r\n",
+            b"POST /user HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /user/9 HTTP/1.1\r\nHost: t\r\n\r\n",
         );
         assert_eq!((p.requests, statuses(&out)), (2, vec!["200", "200"]));
         assert!(out.ends_with("9"));
-        let input = b"POST /user HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+        let input = b"POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n";
         let (out, p) = run(input);
         assert_eq!(
             (p.requests, statuses(&out).len(), p.consumed),
@@ -398,7 +548,7 @@ mod tests {
     #[test]
     fn a_request_split_anywhere_is_reassembled() {
         let input =
-            b"POST /user HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET /user/5 HTTP/1.1\r\n\r\n";
+            b"POST /user HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabcGET /user/5 HTTP/1.1\r\nHost: t\r\n\r\n";
         for split in 1..input.len() {
             let mut conn = Connection::default();
             let mut buf = Vec::new();
@@ -419,29 +569,29 @@ mod tests {
     fn refusals_close() {
         for (input, status) in [
             (&b"GARBAGE\r\n\r\n"[..], "400"),
-            (b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n", "400"),
             (
-                b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
                 "400",
             ),
             (
-                b"POST /user HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                b"POST /user HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
                 "400",
             ),
             (
-                b"POST /user HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
-                "400",
+                b"POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n",
+                "501",
             ),
             (
-                b"POST /user HTTP/1.1\r\nContent-Length: 99999\r\n\r\n",
+                b"POST /user HTTP/1.1\r\nHost: t\r\nContent-Length: 99999\r\n\r\n",
                 "413",
             ),
             (
-                b"POST /user HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n",
+                b"POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n",
                 "413",
             ),
             (
-                b"POST /user HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                b"POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
                 "400",
             ),
         ] {
@@ -455,27 +605,231 @@ mod tests {
             assert_eq!(p.after, After::Close);
             assert!(out.contains("Connection: close"));
         }
-        let big = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD));
+        let big = format!(
+            "GET / HTTP/1.1\r\nHost: t\r\nX: {}\r\n\r\n",
+            "a".repeat(MAX_HEAD)
+        );
         assert_eq!(statuses(&run(big.as_bytes()).0), ["431"]);
-        let partial = format!("GET / HTTP/1.1\r\nX: {}", "a".repeat(MAX_HEAD));
+        let partial = format!("GET / HTTP/1.1\r\nHost: t\r\nX: {}", "a".repeat(MAX_HEAD));
         assert_eq!(statuses(&run(partial.as_bytes()).0), ["431"]);
         let many: String = (0..100).map(|i| format!("X{i}: 1\r\n")).collect();
         assert_eq!(
-            statuses(&run(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes()).0),
+            statuses(&run(format!("GET / HTTP/1.1\r\nHost: t\r\n{many}\r\n").as_bytes()).0),
             ["431"]
         );
     }
 
     #[test]
     fn expect_continue_gets_an_interim_response_only_while_the_body_is_missing() {
-        let (out, _) =
-            run(b"POST /user HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
-        assert!(
-            out.starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK"),
-            "{out}"
+        let mut conn = Connection::default();
+        let mut out = Vec::new();
+        let head =
+            b"POST /user HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n";
+        let p = conn.process(head, &mut out, DATE, LIMITS);
+        assert_eq!(p.requests, 0);
+        assert_eq!(
+            out, b"HTTP/1.1 100 Continue\r\n\r\n",
+            "the final answer waits for the body"
         );
-        let (out, _) =
-            run(b"POST /user HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi");
+        let p = conn.process(b"hi", &mut out, DATE, LIMITS);
+        assert_eq!(p.requests, 1);
+        assert!(
+            std::str::from_utf8(&out).unwrap().ends_with("\r\n\r\n")
+                && out.windows(15).any(|w| w == b"HTTP/1.1 200 OK")
+        );
+        let (out, _) = run(b"POST /user HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi");
         assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+    }
+
+    /// The statuses a whole input gets, and how the connection ends.
+    fn answers(input: &[u8]) -> (Vec<String>, After) {
+        let (out, p) = run(input);
+        (
+            statuses(&out).into_iter().map(String::from).collect(),
+            p.after,
+        )
+    }
+
+    #[test]
+    fn a_body_that_turns_out_malformed_gets_one_answer_not_two() {
+        for body in [
+            &b"zz\r\n"[..],               // bad size
+            b"3\r\nabcX\r\n",             // no CRLF after the data
+            b"fffffffffffffffffffff\r\n", // size overflow
+            b"800\r\n",                   // over the body limit (1024)
+            b"3;x\nabc\r\n0\r\n\r\n",     // bare LF in an extension
+        ] {
+            let mut input =
+                b"POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            input.extend_from_slice(body);
+            input.extend_from_slice(b"GET /user/1 HTTP/1.1\r\nHost: t\r\n\r\n");
+            let (st, after) = answers(&input);
+            assert_eq!(
+                st.len(),
+                1,
+                "{}: {st:?}",
+                String::from_utf8_lossy(body).escape_debug()
+            );
+            assert!(st[0] == "400" || st[0] == "413", "{st:?}");
+            assert_eq!(after, After::Close);
+        }
+        // The answer waits for the whole body, then comes once.
+        let mut conn = Connection::default();
+        let mut out = Vec::new();
+        let p = conn.process(
+            b"POST /user HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel",
+            &mut out,
+            DATE,
+            LIMITS,
+        );
+        assert_eq!((p.requests, out.len()), (0, 0));
+        assert!(conn.in_body());
+        let p = conn.process(b"lo", &mut out, DATE, LIMITS);
+        assert_eq!(
+            (p.requests, statuses(std::str::from_utf8(&out).unwrap())),
+            (1, vec!["200"])
+        );
+    }
+
+    #[test]
+    fn a_valid_chunk_size_with_many_leading_zeros_is_accepted() {
+        let input = b"POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0000000000000000003\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n";
+        assert_eq!(
+            answers(input),
+            (vec!["200".into(), "200".into()], After::KeepAlive)
+        );
+    }
+
+    #[test]
+    fn a_hidden_request_in_a_trailer_or_extension_is_never_answered() {
+        // An LF-tolerant front end sees one request with a body; a lenient back end would find
+        // a second one. Here: one refusal, then the connection closes.
+        for smuggle in [
+            &b"0\r\nX: 1\nGET /user/smuggled HTTP/1.1\r\nHost: t\r\n\r\n\r\n"[..],
+            b"1;a\nGET /user/smuggled HTTP/1.1\r\nHost: t\r\n\r\nx\r\n0\r\n\r\n",
+        ] {
+            let mut input =
+                b"POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            input.extend_from_slice(smuggle);
+            let (out, p) = run(&input);
+            assert!(!out.contains("smuggled"), "{out}");
+            assert_eq!((statuses(&out), p.after), (vec!["400"], After::Close));
+        }
+    }
+
+    #[test]
+    fn framing_on_http_1_0_and_transfer_codings() {
+        // Transfer-Encoding on 1.0 is faulty framing: refuse and close, even with keep-alive.
+        let (st, after) = answers(b"POST /user HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET / HTTP/1.0\r\n\r\n");
+        assert_eq!((st, after), (vec!["400".to_string()], After::Close));
+        let te = |v: &str| {
+            answers(
+                format!(
+                    "POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: {v}\r\n\r\n0\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .0
+        };
+        assert_eq!(te("chunked"), ["200"]);
+        assert_eq!(te("gzip"), ["501"]);
+        assert_eq!(te("gzip, chunked"), ["501"]);
+        assert_eq!(te("chunked, gzip"), ["400"]);
+        assert_eq!(te("chunked, chunked"), ["400"]);
+        // Two field lines form one list.
+        let (st, _) = answers(b"POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+        assert_eq!(st, ["400"]);
+    }
+
+    #[test]
+    fn expect_continue_from_http_1_0_is_ignored() {
+        let (out, _) =
+            run(b"POST /user HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+        assert!(!out.contains("100 Continue"), "{out}");
+        let (out, _) =
+            run(b"POST /user HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi");
+        assert_eq!(statuses(&out), ["200"]);
+    }
+
+    #[test]
+    fn head_gets_the_headers_of_get_and_no_body() {
+        let (get, _) = run(b"GET /user/42 HTTP/1.1\r\nHost: t\r\n\r\n");
+        let (head, p) = run(
+            b"HEAD /user/42 HTTP/1.1\r\nHost: t\r\n\r\nGET /user/7 HTTP/1.1\r\nHost: t\r\n\r\n",
+        );
+        assert_eq!(p.requests, 2);
+        let first = head.split_inclusive("\r\n\r\n").next().unwrap();
+        assert_eq!(
+            format!("{first}42"),
+            get,
+            "same headers, Content-Length 2 included, no body"
+        );
+        assert!(head.ends_with("\r\n\r\n7"), "{head}");
+        assert_eq!(
+            statuses(&run(b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n").0),
+            ["200"]
+        );
+        assert_eq!(
+            statuses(&run(b"HEAD /user HTTP/1.1\r\nHost: t\r\n\r\n").0),
+            ["404"]
+        );
+    }
+
+    #[test]
+    fn absolute_form_targets_are_routed_by_their_path() {
+        let (out, _) = run(
+            b"GET http://example.com:3000/user/5?x=1 HTTP/1.1\r\nHost: example.com:3000\r\n\r\n",
+        );
+        assert!(out.ends_with("\r\n\r\n5"), "{out}");
+        assert_eq!(
+            statuses(&run(b"GET HTTP://h HTTP/1.1\r\nHost: h\r\n\r\n").0),
+            ["200"]
+        );
+        assert_eq!(
+            statuses(&run(b"POST https://h/user HTTP/1.1\r\nHost: h\r\n\r\n").0),
+            ["200"]
+        );
+        assert_eq!(origin_path("http://h?q"), "/");
+        assert_eq!(origin_path("/user/1"), "/user/1");
+    }
+
+    #[test]
+    fn host_is_required_once_and_valid() {
+        for (input, want) in [
+            (&b"GET / HTTP/1.1\r\n\r\n"[..], "400"),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nHost: u@h\r\n\r\n", "400"),
+            (b"GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", "400"),
+            (b"GET / HTTP/1.1\r\nHost: 127.0.0.1:3000\r\n\r\n", "200"),
+            (b"GET / HTTP/1.1\r\nHost: [::1]:3000\r\n\r\n", "200"),
+            (b"GET / HTTP/1.1\r\nHost:\r\n\r\n", "200"),
+            (b"GET / HTTP/1.0\r\n\r\n", "200"),
+        ] {
+            let (st, after) = answers(input);
+            assert_eq!(
+                st,
+                [want],
+                "{}",
+                String::from_utf8_lossy(input).escape_debug()
+            );
+            if want == "400" {
+                assert_eq!(after, After::Close);
+            }
+        }
+    }
+
+    #[test]
+    fn an_over_long_target_is_414_and_over_long_fields_431() {
+        let long = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(MAX_HEAD));
+        assert_eq!(answers(long.as_bytes()), (vec!["414".into()], After::Close));
+        let partial = format!("GET /{}", "a".repeat(MAX_HEAD + 10));
+        assert_eq!(answers(partial.as_bytes()).0, ["414"]);
+        let fields = format!(
+            "GET / HTTP/1.1\r\nHost: t\r\nX: {}\r\n\r\n",
+            "a".repeat(MAX_HEAD)
+        );
+        assert_eq!(answers(fields.as_bytes()).0, ["431"]);
     }
 }
