@@ -40,7 +40,15 @@ pub enum Cmd {
     /// Re-render table.md, summary.json, results.csv and chart.svg from DIR/raw.json
     Report { dir: PathBuf },
     /// Write the server as a the-benchmarker/web-frameworks entry (rust/rxbench/) under OUT
-    ExportBenchmarker { out: PathBuf },
+    ExportBenchmarker {
+        out: PathBuf,
+        /// The project's repository (OWNER/REPO), linked from their results page
+        #[arg(long)]
+        github: Option<String>,
+        /// The project's website (http(s) URL), if it has one
+        #[arg(long)]
+        website: Option<String>,
+    },
     /// Build the images compose.yaml uses (rxbench-server, rxbench-runner), offline
     BuildImages,
 }

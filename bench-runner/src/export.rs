@@ -3,7 +3,8 @@
 //! Their Rust template copies `**/*.rs` and the root `Cargo.toml` into `FROM rust:1.92-slim`,
 //! runs `cargo build --release` and expects `target/release/server`. So the export is one
 //! package named `server` whose library target is the reactor (`reactor/src/lib.rs`) and whose
-//! binary is the app (`app/src/main.rs`): only .rs files and one manifest, nothing else needed.
+//! binary is the app (`app/src/main.rs`): only .rs files and one manifest, nothing else needed
+//! to build; config.yaml and a README for the entry's reviewers come beside them.
 
 use std::path::Path;
 
@@ -13,8 +14,11 @@ const MANIFEST: &str = r#"[package]
 name = "server"
 version = "0.1.0"
 edition = "2021"
-# Their build image is rust:1.92-slim: let the resolver pick versions that build there.
+# Their build image is rust:1.92-slim and their build copies no Cargo.lock: resolver 3 makes
+# cargo pick dependency versions whose rust-version this toolchain meets (edition 2021's
+# default resolver ignores rust-version).
 rust-version = "1.92"
+resolver = "3"
 autobins = false
 autotests = false
 autobenches = false
@@ -29,8 +33,9 @@ name = "server"
 path = "app/src/main.rs"
 
 [dependencies]
-libc = "0.2.170"
-io-uring = "0.7.10"
+# Lower bounds that build: socket2 0.6 needs libc 0.2.172; min-wait needs io-uring 0.7.13.
+libc = "0.2.172"
+io-uring = "0.7.13"
 thiserror = "2.0"
 httparse = "1.10"
 httpdate = "1.0"
@@ -44,15 +49,83 @@ codegen-units = 1
 panic = "abort"
 "#;
 
-const CONFIG: &str =
-    "# rxbench's contract server: one reactor with io_uring and epoll (rx / oneshot / legacy)
+/// Where the entry's project lives: their results page links `framework.github` or
+/// `framework.website`, and every Rust entry there has one.
+#[derive(Debug, Default, Clone)]
+pub struct Links {
+    pub github: Option<String>,
+    pub website: Option<String>,
+}
+
+impl Links {
+    fn check(&self) -> Result<()> {
+        if let Some(g) = &self.github {
+            let ok = g.split('/').count() == 2
+                && g.split('/').all(|p| {
+                    !p.is_empty()
+                        && p.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+                });
+            anyhow::ensure!(ok, "--github {g}: expected OWNER/REPO");
+        }
+        if let Some(w) = &self.website {
+            anyhow::ensure!(
+                w.starts_with("https://") || w.starts_with("http://"),
+                "--website {w}: expected an http(s) URL"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// config.yaml: everything under `framework:`, where their Rakefile reads it (a top-level
+/// `files:` is ignored there).
+fn config(links: &Links) -> String {
+    let mut s = String::from(
+        "# rxbench's contract server: one reactor with io_uring and epoll (rx / oneshot / legacy)
 # receive paths. APP_BACKEND=auto (the default) uses io_uring where the seccomp profile allows
 # it and falls back to edge-triggered epoll, naming the errno on its first log line.
 framework:
-  version: \"0.1\"
-files:
-  - \"**/*.rs\"
-  - Cargo.toml
+",
+    );
+    if let Some(g) = &links.github {
+        s += &format!("  github: {g}\n");
+    }
+    if let Some(w) = &links.website {
+        s += &format!("  website: {w}\n");
+    }
+    s += "  version: \"0.1\"\n  files:\n    - \"**/*.rs\"\n    - Cargo.toml\n";
+    s
+}
+
+/// The entry's own README: the source's comments point here (the rest of rxbench's docs do
+/// not travel with the entry).
+const README: &str = "# rxbench server
+
+The-benchmarker contract (`GET /`, `GET /user/:id`, `POST /user`; port 3000) on rxbench's
+reactor: io_uring, or edge-triggered epoll registered once per connection.
+
+## Knobs (environment)
+
+| knob | default | meaning |
+| --- | --- | --- |
+| `APP_PORT` | `3000` | port, bound on 0.0.0.0 by every worker (`SO_REUSEPORT`) |
+| `APP_WORKERS` | CPUs in the affinity mask | worker threads, one reactor each |
+| `APP_PIN` | `0` | `1`: pin worker *i* to the *i*-th allowed CPU |
+| `APP_BACKEND` | `auto` | `auto`, `io_uring` (refuse to start without it), `epoll` |
+| `APP_EPOLL_MODE` | `rx` | `rx` (registered once), `oneshot`, `legacy` (the old re-arm) |
+| `APP_HEADER_TIMEOUT` | `10` | seconds to deliver a whole request |
+| `APP_KEEPALIVE_TIMEOUT` | `15` | seconds an idle keep-alive connection is kept |
+| `APP_MAX_BODY` | `1048576` | largest request body (413 above) |
+
+## io_uring and Docker
+
+Docker Engine >= 25 (and containerd >= 2, Podman, CRI-O) deny `io_uring_setup` under their
+default seccomp profile. With `APP_BACKEND=auto` the server then runs on epoll and says why on
+its first log line, e.g.
+`server listening on 0.0.0.0:3000 workers=2 backend=epoll/rx io_uring=unavailable(EPERM)`.
+SIGTERM prints one JSON line of per-worker request and syscall counters; SIGUSR1 prints the
+same line and keeps serving.
 ";
 
 fn copy_rs(from: &Path, to: &Path) -> Result<usize> {
@@ -67,22 +140,33 @@ fn copy_rs(from: &Path, to: &Path) -> Result<usize> {
             n += copy_rs(&path, &to.join(&name))?;
         } else if path.extension().is_some_and(|e| e == "rs") {
             std::fs::create_dir_all(to)?;
-            std::fs::copy(&path, to.join(&name))
-                .with_context(|| format!("copying {}", path.display()))?;
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            // The entry carries its own README, not rxbench's docs/.
+            std::fs::write(
+                to.join(&name),
+                text.replace("docs/runtime-config.md", "README.md"),
+            )
+            .with_context(|| format!("writing {}", to.join(&name).display()))?;
             n += 1;
         }
     }
     Ok(n)
 }
 
-pub fn export(root: &Path, out: &Path) -> Result<()> {
+pub fn export(root: &Path, out: &Path, links: &Links) -> Result<()> {
+    links.check()?;
+    if links.github.is_none() && links.website.is_none() {
+        eprintln!("bench-runner: warning: neither --github nor --website given; every Rust entry in the-benchmarker has one (their results page links it), so a maintainer would send this entry back");
+    }
     let dir = out.join("rust").join("rxbench");
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(dir.join("Cargo.toml"), MANIFEST)?;
-    std::fs::write(dir.join("config.yaml"), CONFIG)?;
+    std::fs::write(dir.join("config.yaml"), config(links))?;
+    std::fs::write(dir.join("README.md"), README)?;
     let n = copy_rs(&root.join("reactor/src"), &dir.join("reactor/src"))?
         + copy_rs(&root.join("app/src"), &dir.join("app/src"))?;
     println!("wrote {} ({} source files): build with `cargo build --release` there; the binary is target/release/server", dir.display(), n);

@@ -48,7 +48,7 @@ fn install_panic_cleanup() {
 
 fn main() {
     install_panic_cleanup();
-    let cli = Cli::parse();
+    let cli = with_env_args(Cli::parse());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -56,7 +56,11 @@ fn main() {
         .expect("tokio runtime");
     let result = match cli.command {
         Some(Cmd::Report { dir }) => report(&dir),
-        Some(Cmd::ExportBenchmarker { out }) => export::export(&repo_root(), &out),
+        Some(Cmd::ExportBenchmarker {
+            out,
+            github,
+            website,
+        }) => export::export(&repo_root(), &out, &export::Links { github, website }),
         Some(Cmd::BuildImages) => runtime.block_on(async {
             let d = engine::docker::connect().await?;
             eprintln!(
@@ -77,6 +81,16 @@ fn main() {
         eprintln!("bench-runner: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// A run's arguments can also come from `RXBENCH_ARGS` (whitespace-separated, appended to the
+/// command line), so that `RXBENCH_ARGS=--quick docker compose up` passes them through.
+fn with_env_args(cli: Cli) -> Cli {
+    let extra = std::env::var("RXBENCH_ARGS").unwrap_or_default();
+    if cli.command.is_some() || extra.trim().is_empty() {
+        return cli;
+    }
+    Cli::parse_from(std::env::args_os().chain(extra.split_whitespace().map(Into::into)))
 }
 
 fn repo_root() -> PathBuf {

@@ -226,10 +226,12 @@ pub async fn run(args: RunArgs) -> Result<()> {
         let abort = abort.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "bench-runner: interrupted; stopping the servers and keeping what was measured"
-                );
+                eprintln!("bench-runner: interrupted; stopping the servers and keeping what was measured (Ctrl-C again to quit at once)");
                 abort.store(true, Ordering::Relaxed);
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("bench-runner: quitting at once; the next run removes any rxbench container left");
+                std::process::exit(130);
             }
         });
     }
@@ -239,7 +241,14 @@ pub async fn run(args: RunArgs) -> Result<()> {
         args: &args,
         specs: &specs,
         servers: specs.iter().map(|_| None).collect(),
-        goose_rxload,
+        driver: DriverSetup {
+            choice: args.driver,
+            goose_rxload,
+            slice: plan.slice,
+            warmup: plan.warmup,
+            threads: load_cpus.len().max(1),
+            abort: abort.clone(),
+        },
         load_cpus,
         abort: abort.clone(),
         dir: dir.clone(),
@@ -262,9 +271,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     raw.complete = outcome.is_ok() && !abort.load(Ordering::Relaxed);
     write_raw(&dir, &raw)?;
     let summary = render::write_all(&dir, &raw)?;
-    let latest = args.out.join("latest");
-    let _ = std::fs::remove_file(&latest);
-    let _ = std::os::unix::fs::symlink(&started, &latest);
+    point_latest_at(&args.out, &started);
     outcome?;
     if abort.load(Ordering::Relaxed) {
         bail!(
@@ -283,6 +290,27 @@ pub async fn run(args: RunArgs) -> Result<()> {
         flagged
     );
     Ok(())
+}
+
+/// `OUT/latest` -> the run's folder; anything there that is not a symlink is left alone.
+fn point_latest_at(out: &Path, run: &str) {
+    let latest = out.join("latest");
+    if let Ok(m) = std::fs::symlink_metadata(&latest) {
+        if !m.file_type().is_symlink() {
+            eprintln!(
+                "bench-runner: {} is not a symlink; left as it is",
+                latest.display()
+            );
+            return;
+        }
+        let _ = std::fs::remove_file(&latest);
+    }
+    if let Err(e) = std::os::unix::fs::symlink(run, &latest) {
+        eprintln!(
+            "bench-runner: could not point {} at {run}: {e}",
+            latest.display()
+        );
+    }
 }
 
 /// Builds what the engine runs: the static server and its image (Docker, unless --no-build),
@@ -341,7 +369,7 @@ struct Run<'a> {
     args: &'a RunArgs,
     specs: &'a [ServerSpec],
     servers: Vec<Option<Server>>,
-    goose_rxload: Option<PathBuf>,
+    driver: DriverSetup,
     load_cpus: Vec<usize>,
     abort: Arc<AtomicBool>,
     dir: PathBuf,
@@ -486,19 +514,12 @@ impl Run<'_> {
         };
         let (method, path) = route.split_once(':').unwrap_or(("GET", "/"));
         let url = format!("http://{host}:{}{path}", spec.port);
-        let outcome = drive(
-            engine,
-            server,
-            self.args.driver,
-            self.goose_rxload.as_deref(),
-            &url,
+        let load = Load {
+            url: &url,
             method,
-            cell.conns,
-            self.plan,
-            self.load_cpus.len(),
-            self.abort.clone(),
-        )
-        .await;
+            conns: cell.conns,
+        };
+        let outcome = drive(engine, server, &self.driver, &load).await;
         let server = self.servers[cell.server].as_ref().expect("alive");
         match outcome {
             Ok(w) => {
@@ -603,23 +624,36 @@ struct Window {
     snapshot_end: u64,
 }
 
-/// Runs the driver against `url` and reads the server at the edges of the measured window:
-/// its CPU time first (the precise edge), then a counters snapshot request.
-#[allow(clippy::too_many_arguments)]
+/// How every slice is driven: the same for the whole run.
+struct DriverSetup {
+    choice: DriverChoice,
+    /// rxload built with goose (`--driver goose`).
+    goose_rxload: Option<PathBuf>,
+    slice: Duration,
+    warmup: Duration,
+    /// One driver thread per load CPU.
+    threads: usize,
+    abort: Arc<AtomicBool>,
+}
+
+/// What one slice sends.
+struct Load<'a> {
+    url: &'a str,
+    method: &'a str,
+    conns: u32,
+}
+
+/// Runs the driver and reads the server at the edges of the measured window: its CPU time
+/// first (the precise edge), then a counters snapshot request.
 async fn drive(
     engine: &Engine,
     server: &mut Server,
-    choice: DriverChoice,
-    goose_rxload: Option<&Path>,
-    url: &str,
-    method: &str,
-    conns: u32,
-    plan: &Plan,
-    load_threads: usize,
-    abort: Arc<AtomicBool>,
+    d: &DriverSetup,
+    load: &Load<'_>,
 ) -> Result<Window> {
+    let (choice, url, method, conns) = (d.choice, load.url, load.method, load.conns);
     let handle = tokio::runtime::Handle::current();
-    let threads = load_threads.clamp(1, conns as usize);
+    let threads = d.threads.clamp(1, conns as usize);
     let mut edges: Vec<(Instant, Option<u64>, u64)> = Vec::with_capacity(2);
     let mut at_edge = |server: &mut Server| {
         let cpu = handle.block_on(engine.cpu_ns(server));
@@ -638,18 +672,18 @@ async fn drive(
                 }];
                 opts.threads = threads;
                 opts.connections = conns as usize;
-                opts.duration = plan.slice;
-                opts.warmup = plan.warmup;
+                opts.duration = d.slice;
+                opts.warmup = d.warmup;
                 Ok(driver::run_observed(
                     &opts,
-                    abort,
+                    d.abort.clone(),
                     |n| eprintln!("rxload: {n}"),
                     |_| at_edge(server),
                 )?)
             }
             DriverChoice::Wrk | DriverChoice::Goose => {
                 // Their windows are the whole child run (no warm-up), in whole seconds.
-                let secs = plan.slice.as_secs().max(1);
+                let secs = d.slice.as_secs().max(1);
                 let mut cmd = match choice {
                     DriverChoice::Wrk => {
                         let mut c = std::process::Command::new("wrk");
@@ -664,7 +698,9 @@ async fn drive(
                     }
                     _ => {
                         let mut c = std::process::Command::new(
-                            goose_rxload.context("rxload with goose was not built")?,
+                            d.goose_rxload
+                                .as_deref()
+                                .context("rxload with goose was not built")?,
                         );
                         c.args([
                             format!("-t{threads}"),

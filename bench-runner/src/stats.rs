@@ -109,17 +109,18 @@ pub fn seed_for(run_seed: u64, name: &str) -> u64 {
     })
 }
 
-/// `+8 % [+6, +10]`, `−8 % [−10, −6]`, or `≈ [−1, +2]` when the interval contains 1: a
-/// difference the run cannot tell from noise is never printed as a signed percentage.
+/// `+8.1 % [+6.0, +10.0]`, `−12.0 % [−14.0, −10.1]`, or `≈ [−1.0, +2.3]` when the interval
+/// contains 1: a difference the run cannot tell from noise is never printed as a signed
+/// percentage. One decimal, because the run resolves about one percent.
 pub fn ratio_text(i: &Interval) -> String {
     let pct = |r: f64| {
-        let p = ((r - 1.0) * 100.0).round();
-        if p > 0.0 {
-            format!("+{p:.0}")
-        } else if p < 0.0 {
-            format!("\u{2212}{:.0}", -p)
+        let p = (r - 1.0) * 100.0;
+        if p >= 0.05 {
+            format!("+{p:.1}")
+        } else if p <= -0.05 {
+            format!("\u{2212}{:.1}", -p)
         } else {
-            "0".into()
+            "0.0".into()
         }
     };
     let range = format!("[{}, {}]", pct(i.low), pct(i.high));
@@ -174,14 +175,17 @@ mod tests {
             high: 0.899,
             n: 20,
         };
-        assert_eq!(ratio_text(&sig), "\u{2212}12 % [\u{2212}14, \u{2212}10]");
+        assert_eq!(
+            ratio_text(&sig),
+            "\u{2212}12.0 % [\u{2212}14.0, \u{2212}10.1]"
+        );
         let up = Interval {
             median: 1.081,
             low: 1.06,
             high: 1.10,
             n: 20,
         };
-        assert_eq!(ratio_text(&up), "+8 % [+6, +10]");
+        assert_eq!(ratio_text(&up), "+8.1 % [+6.0, +10.0]");
         let noise = Interval {
             median: 1.03,
             low: 0.99,
@@ -189,7 +193,7 @@ mod tests {
             n: 20,
         };
         assert!(!noise.excludes_one());
-        assert_eq!(ratio_text(&noise), "≈ [\u{2212}1, +5]");
+        assert_eq!(ratio_text(&noise), "≈ [\u{2212}1.0, +5.0]");
         assert!((noise.half_width() - 0.03 / 1.03).abs() < 1e-12);
     }
 

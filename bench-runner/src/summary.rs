@@ -65,6 +65,9 @@ pub struct Row {
     pub p99_us_median: f64,
     /// Median server CPU over slices, percent of its CPUs.
     pub server_cpu: Option<f64>,
+    /// Median driver CPU over slices, percent of the load CPUs (near 100: the driver, not the
+    /// server, may be what limits req/s).
+    pub driver_cpu: Option<f64>,
     /// Slices with the server below 90 % CPU (their req/s is left out of `rps_median`).
     pub load_bound_rounds: u32,
     /// The server's counters summed over the slices, divided by its requests; by syscall,
@@ -116,6 +119,11 @@ pub struct Resolution {
     pub metric: Metric,
     /// 0.016 = the run resolves ±1.6 %.
     pub half_width: f64,
+    /// The farthest end of the A/A interval from 1 (0.021: two identical servers may seem
+    /// 2.1 % apart here); above the half-width when the pair itself came out apart.
+    pub aa_bound: f64,
+    /// The A/A interval excludes 1: the same server twice was told apart in this cell.
+    pub aa_apart: bool,
 }
 
 /// The-benchmarker's figure: the mean over the routes of each route's req/s.
@@ -246,6 +254,8 @@ pub fn summarise(raw: &Raw) -> Summary {
             route: c.route.clone(),
             metric: c.metric,
             half_width: c.interval().half_width(),
+            aa_bound: (1.0 - c.ci95_low).max(c.ci95_high - 1.0),
+            aa_apart: c.significant,
         })
         .collect();
     let mut resolution_worst = BTreeMap::new();
@@ -347,6 +357,7 @@ fn route_means(rows: &[Row], routes: &[String]) -> Vec<RouteMean> {
 }
 
 fn row(raw: &Raw, key: ServerKey, conns: u32, route: &str, slices: &[&Slice], cpus: usize) -> Row {
+    let load_cpus = raw.settings.load_cpus.len().max(1);
     let ok: Vec<&Slice> = slices.iter().copied().filter(|s| s.ok()).collect();
     let util: Vec<Option<f64>> = ok.iter().map(|s| s.utilisation(cpus)).collect();
     let saturated: Vec<f64> = ok
@@ -432,6 +443,14 @@ fn row(raw: &Raw, key: ServerKey, conns: u32, route: &str, slices: &[&Slice], cp
         p50_us_median: p50_median,
         p99_us_median: p99_median,
         server_cpu: median(&util.iter().flatten().map(|u| u * 100.0).collect::<Vec<_>>()),
+        driver_cpu: median(
+            &ok.iter()
+                .filter_map(|s| {
+                    let cpu = s.report.as_ref()?.driver_cpu_s?;
+                    (s.window_s > 0.0).then(|| cpu / s.window_s / load_cpus as f64 * 100.0)
+                })
+                .collect::<Vec<_>>(),
+        ),
         load_bound_rounds: unsaturated as u32,
         syscalls_per_request: counters.per_request(),
         flag,

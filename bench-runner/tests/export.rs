@@ -32,6 +32,46 @@ fn get(port: u16, request: &str) -> (u16, String) {
     (status, body)
 }
 
+/// The lines of a top-level YAML block, unindented (`framework:` and what is under it).
+fn yaml_block(text: &str, key: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| *l != format!("{key}:"))
+        .skip(1)
+        .take_while(|l| l.starts_with(' '))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn without_a_project_link_the_export_warns_and_bad_links_are_refused() {
+    let base = std::env::temp_dir().join(format!("rxbench-export-warn-{}", std::process::id()));
+    let out = Command::new(RUNNER)
+        .arg("export-benchmarker")
+        .arg(&base)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: neither --github nor --website"),
+        "{err}"
+    );
+    for bad in [["--github", "just-a-name"], ["--website", "example.com"]] {
+        let out = Command::new(RUNNER)
+            .arg("export-benchmarker")
+            .arg(&base)
+            .args(bad)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(bad[0]),
+            "{bad:?}"
+        );
+    }
+    std::fs::remove_dir_all(&base).ok();
+}
+
 #[test]
 fn exported_crate_builds_from_a_clean_copy_and_serves_the_contract() {
     let base = std::env::temp_dir().join(format!("rxbench-export-{}", std::process::id()));
@@ -39,6 +79,7 @@ fn exported_crate_builds_from_a_clean_copy_and_serves_the_contract() {
     let out = Command::new(RUNNER)
         .arg("export-benchmarker")
         .arg(&base)
+        .args(["--github", "rxbench/rxbench"])
         .output()
         .unwrap();
     assert!(
@@ -47,9 +88,28 @@ fn exported_crate_builds_from_a_clean_copy_and_serves_the_contract() {
         String::from_utf8_lossy(&out.stderr)
     );
     let exported = base.join("rust/rxbench");
-    assert!(std::fs::read_to_string(exported.join("config.yaml"))
-        .unwrap()
-        .contains("framework:"));
+    let config = std::fs::read_to_string(exported.join("config.yaml")).unwrap();
+    // Their Rakefile reads `files` and `github` under `framework:` only.
+    let framework = yaml_block(&config, "framework");
+    assert!(
+        framework.contains(&"github: rxbench/rxbench".to_string()),
+        "{config}"
+    );
+    assert!(framework.contains(&"files:".to_string()), "{config}");
+    assert!(
+        config.lines().all(|l| !l.starts_with("files:")),
+        "a top-level files: is ignored by their Rakefile: {config}"
+    );
+    // Resolution honours rust-version only with resolver 3 (edition 2021 defaults to 2).
+    let manifest = std::fs::read_to_string(exported.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("resolver = \"3\""), "{manifest}");
+    assert!(manifest.contains("rust-version = \"1.92\""));
+    assert!(manifest.contains("libc = \"0.2.172\"") && manifest.contains("io-uring = \"0.7.13\""));
+    // The entry's comments point at its own README, which it carries.
+    let readme = std::fs::read_to_string(exported.join("README.md")).unwrap();
+    assert!(readme.contains("APP_BACKEND") && readme.contains("EPERM"));
+    let main_rs = std::fs::read_to_string(exported.join("app/src/main.rs")).unwrap();
+    assert!(!main_rs.contains("docs/runtime-config.md") && main_rs.contains("README.md"));
 
     let clean = base.join("clean");
     template_copy(&exported, &clean, true);
@@ -86,21 +146,36 @@ fn exported_crate_builds_from_a_clean_copy_and_serves_the_contract() {
         .unwrap();
     let close = "Connection: close\r\n\r\n";
     assert_eq!(
-        get(port, &format!("GET / HTTP/1.1\r\n{close}")),
+        get(
+            port,
+            &format!("GET / HTTP/1.1\r\nHost: localhost\r\n{close}")
+        ),
         (200, String::new())
     );
     assert_eq!(
-        get(port, &format!("GET /user/77 HTTP/1.1\r\n{close}")),
+        get(
+            port,
+            &format!("GET /user/77 HTTP/1.1\r\nHost: localhost\r\n{close}")
+        ),
         (200, "77".into())
     );
     assert_eq!(
         get(
             port,
-            &format!("POST /user HTTP/1.1\r\nContent-Type: text/plain\r\n{close}")
+            &format!(
+                "POST /user HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\n{close}"
+            )
         ),
         (200, String::new())
     );
-    assert_eq!(get(port, &format!("GET /nope HTTP/1.1\r\n{close}")).0, 404);
+    assert_eq!(
+        get(
+            port,
+            &format!("GET /nope HTTP/1.1\r\nHost: localhost\r\n{close}")
+        )
+        .0,
+        404
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     std::fs::remove_dir_all(&base).ok();

@@ -93,6 +93,7 @@ fn bars(
             None => (row.rps_median, row.rps_median, row.rps_median),
         })
     };
+    // Headroom above the tallest bar for the legend.
     let y_max = s
         .rows
         .iter()
@@ -100,7 +101,7 @@ fn bars(
         .fold(0.0, f64::max)
         .max(1.0)
         / 1000.0
-        * 1.08;
+        * 1.45;
     let panels = area.split_evenly((1, profiles.len().max(1)));
     for (panel, &profile) in panels.iter().zip(&profiles) {
         let n = conns.len() as f64;
@@ -181,7 +182,7 @@ fn bars(
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK.mix(0.4))
             .label_font(("sans-serif", 11))

@@ -73,10 +73,20 @@ fn resolution_text(s: &Summary) -> String {
         }
     }
     t += "\n\n";
-    let mut cells: Vec<String> = s
+    let cpu: Vec<&crate::summary::Resolution> = s
         .resolution
         .iter()
         .filter(|r| r.metric == Metric::CpuPerRequest)
+        .collect();
+    let apart = cpu.iter().filter(|r| r.aa_apart).count();
+    if apart > 0 {
+        let bound = cpu.iter().map(|r| r.aa_bound).fold(0.0, f64::max);
+        t += &format!("The A/A pair itself came out apart in {apart} of {} cells on CPU per request, and its intervals reach {} from no change: two identical servers can differ that much on this machine (memory placement, which one ran when), so a difference smaller than that is not a result, whatever its interval.\n\n", cpu.len(), pct(bound).replace('±', ""));
+    }
+    let mut sorted = cpu.clone();
+    sorted.sort_by_key(|r| (r.profile, r.conns, r.route.clone()));
+    let cells: Vec<String> = sorted
+        .iter()
         .map(|r| {
             format!(
                 "{} c={}{}: {}",
@@ -87,7 +97,6 @@ fn resolution_text(s: &Summary) -> String {
             )
         })
         .collect();
-    cells.sort();
     if !cells.is_empty() {
         t += &format!("Per cell (CPU per request): {}.\n\n", cells.join("; "));
     }
@@ -283,7 +292,7 @@ fn filter_cost(s: &Summary, routes: &[String]) -> String {
 }
 
 fn evidence(raw: &Raw, s: &Summary) -> String {
-    let mut t = String::from("## Evidence\n\n| profile | config | route | backend observed | conns | req/s median [min–max] | CPU µs/req median [min–max] | P50 | P99 | server CPU | unsaturated slices | syscalls/req (epoll_ctl) | slices ok/failed | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    let mut t = String::from("## Evidence\n\n| profile | config | route | backend observed | conns | req/s median [min–max] | CPU µs/req median [min–max] | P50 | P99 | server CPU | driver CPU | unsaturated slices | syscalls/req (epoll_ctl) | slices ok/failed | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for r in &s.rows {
         let sys = |k: &str| {
             r.syscalls_per_request
@@ -304,14 +313,16 @@ fn evidence(raw: &Raw, s: &Summary) -> String {
             _ => "–".into(),
         };
         t += &format!(
-            "| {} | {} | {} | {} io_uring={} | {} | {:.0} [{:.0}–{:.0}] | {cpu} | {} | {} | {} | {} | {} ({}) | {}/{} | {} |\n",
+            "| {} | {} | {} | {} io_uring={} | {} | {:.0} [{:.0}–{:.0}] | {cpu} | {} | {} | {} | {} | {} | {} ({}) | {}/{} | {} |\n",
             r.profile.name(), r.config.name(), r.route, r.backend_observed, r.io_uring, r.conns,
             r.rps_median, r.rps_min, r.rps_max, short_ms(r.p50_us), short_ms(r.p99_us),
-            r.server_cpu.map_or("–".into(), |c| format!("{c:.0} %")), r.load_bound_rounds,
+            r.server_cpu.map_or("–".into(), |c| format!("{c:.0} %")),
+            r.driver_cpu.map_or("–".into(), |c| format!("{c:.0} %")),
+            r.load_bound_rounds,
             sys("total"), sys("epoll_ctl"), r.rounds_ok, r.rounds_failed, notes.replace('|', "/")
         );
     }
-    t += &format!("\nsyscalls/req: the server's own counters, SIGUSR1 snapshots at the two edges of every slice diffed, summed over the cell's slices, divided by the requests the server counted in the same windows. CPU µs/req: the server's CPU time over exactly the slice (container: its cgroup's counter; native: the process CPU clock) divided by the requests the driver completed in it. Server CPU: that time as a share of the server's CPUs; below {:.0} % the slice is unsaturated and its req/s is left out of the median. P50/P99: the slices' latency histograms merged.\n\n", SATURATED * 100.0);
+    t += &format!("\nsyscalls/req: the server's own counters, SIGUSR1 snapshots at the two edges of every slice diffed, summed over the cell's slices, divided by the requests the server counted in the same windows. CPU µs/req: the server's CPU time over exactly the slice (container: its cgroup's counter; native: the process CPU clock) divided by the requests the driver completed in it. Server CPU: that time as a share of the server's CPUs (driver CPU: the runner process's, driver included, as a share of the load CPUs); below {:.0} % the slice is unsaturated and its req/s is left out of the median. P50/P99: the slices' latency histograms merged.\n\n", SATURATED * 100.0);
     t += "## Servers\n\n| server | port | start-up line | starts | events |\n| --- | --- | --- | --- | --- |\n";
     for sv in &raw.servers {
         t += &format!(
