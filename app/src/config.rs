@@ -14,6 +14,8 @@ pub struct Config {
     pub epoll_mode: EpollMode,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
+    /// How long a send may wait for a client that does not read (nginx's `send_timeout`).
+    pub send_timeout: Duration,
     pub max_body: u64,
 }
 
@@ -95,6 +97,7 @@ impl Config {
             epoll_mode,
             header_timeout: Duration::from_secs(number("APP_HEADER_TIMEOUT", 1, 3600, 10)?),
             keepalive_timeout: Duration::from_secs(number("APP_KEEPALIVE_TIMEOUT", 1, 3600, 15)?),
+            send_timeout: Duration::from_secs(number("APP_SEND_TIMEOUT", 1, 3600, 30)?),
             max_body: number("APP_MAX_BODY", 0, 1 << 40, 1 << 20)?,
         })
     }
@@ -126,8 +129,12 @@ mod tests {
             (BackendChoice::Auto, EpollMode::Rx)
         );
         assert_eq!(
-            (c.header_timeout.as_secs(), c.keepalive_timeout.as_secs()),
-            (10, 15)
+            (
+                c.header_timeout.as_secs(),
+                c.keepalive_timeout.as_secs(),
+                c.send_timeout.as_secs()
+            ),
+            (10, 15, 30)
         );
     }
 
@@ -159,6 +166,7 @@ mod tests {
             ("APP_EPOLL_MODE", "fast"),
             ("APP_HEADER_TIMEOUT", "0"),
             ("APP_KEEPALIVE_TIMEOUT", "-1"),
+            ("APP_SEND_TIMEOUT", "0"),
             ("APP_MAX_BODY", "1e9"),
         ] {
             let err = with(&[(knob, value)]).unwrap_err();

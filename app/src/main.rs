@@ -40,7 +40,8 @@ usage:
 Configuration is read from the environment; see docs/runtime-config.md:
   APP_PORT (3000), APP_WORKERS (CPUs in the affinity mask), APP_PIN (0),
   APP_BACKEND (auto|io_uring|epoll), APP_EPOLL_MODE (rx|oneshot|legacy),
-  APP_HEADER_TIMEOUT (10 s), APP_KEEPALIVE_TIMEOUT (15 s), APP_MAX_BODY (1048576 bytes).";
+  APP_HEADER_TIMEOUT (10 s), APP_KEEPALIVE_TIMEOUT (15 s), APP_SEND_TIMEOUT (30 s),
+  APP_MAX_BODY (1048576 bytes).";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -157,6 +158,7 @@ fn serve() -> Result<(), String> {
         let settings = Settings {
             header_timeout: config.header_timeout,
             keepalive_timeout: config.keepalive_timeout,
+            send_timeout: config.send_timeout,
             limits: http::Limits {
                 max_body: config.max_body,
             },

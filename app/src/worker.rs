@@ -24,6 +24,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub struct Settings {
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
+    /// A send not complete after this long is given up and the connection closed: a client
+    /// that stops reading cannot pin its connection (and its queued responses) forever.
+    pub send_timeout: Duration,
     pub limits: Limits,
 }
 
@@ -63,7 +66,8 @@ struct Session {
     out: Vec<u8>,
     /// A send buffer returned by the reactor, kept for reuse.
     spare: Vec<u8>,
-    sending: bool,
+    /// When the send in flight was handed to the reactor (`None`: no send in flight).
+    sending_since: Option<Instant>,
     phase: Phase,
     /// When a partly received request started (for the header timeout).
     request_started: Option<Instant>,
@@ -176,7 +180,7 @@ impl Worker {
             Event::Received { conn, buf, result } => {
                 let Some(s) = self.session(conn) else { return };
                 s.last_activity = now;
-                let busy = s.sending || !s.out.is_empty();
+                let busy = s.sending_since.is_some() || !s.out.is_empty();
                 match result {
                     Recv::Data(_) if s.phase == Phase::Open => {
                         s.input = Some(buf);
@@ -200,14 +204,14 @@ impl Worker {
             }
             Event::Sent { conn, buf, result } => {
                 let Some(s) = self.session(conn) else { return };
-                s.sending = false;
+                s.sending_since = None;
                 s.spare = buf;
                 s.spare.clear();
                 if result.is_err() {
                     return self.close(conn);
                 }
                 if !s.out.is_empty() {
-                    return self.flush(conn);
+                    return self.flush(conn, now);
                 }
                 if s.phase == Phase::CloseAfterSend {
                     self.linger(conn, now);
@@ -241,7 +245,7 @@ impl Worker {
             input: None,
             out: Vec::new(),
             spare: Vec::new(),
-            sending: false,
+            sending_since: None,
             phase: Phase::Open,
             // A new connection owes its first request within the header timeout.
             request_started: Some(now),
@@ -280,19 +284,19 @@ impl Worker {
             }
             self.arm(conn, input);
         }
-        self.flush(conn);
+        self.flush(conn, now);
     }
 
     /// Hands the written responses to the reactor unless a send is already in flight.
-    fn flush(&mut self, conn: Conn) {
+    fn flush(&mut self, conn: Conn, now: Instant) {
         let Some(s) = self.sessions[conn.index()].as_mut() else {
             return;
         };
-        if s.sending || s.out.is_empty() {
+        if s.sending_since.is_some() || s.out.is_empty() {
             return;
         }
         let out = std::mem::replace(&mut s.out, std::mem::take(&mut s.spare));
-        s.sending = true;
+        s.sending_since = Some(now);
         if self.reactor.send(conn, out).is_err() {
             self.close(conn);
         }
@@ -335,19 +339,21 @@ impl Worker {
         }
     }
 
-    /// Closes connections whose header, keep-alive or linger time is up.
+    /// Closes connections whose send, header, keep-alive or linger time is up.
     fn sweep(&mut self, now: Instant) {
         let expired: Vec<Conn> = self
             .sessions
             .iter()
             .flatten()
             .filter(|s| {
-                let deadline = match (&s.phase, s.request_started) {
-                    (Phase::Lingering, _) => s.last_activity + LINGER,
-                    (_, Some(started)) => started + self.settings.header_timeout,
-                    (_, None) => s.last_activity + self.settings.keepalive_timeout,
+                // A send in flight has its own clock: the other timers wait for it to end.
+                let deadline = match (s.sending_since, &s.phase, s.request_started) {
+                    (Some(since), _, _) => since + self.settings.send_timeout,
+                    (None, Phase::Lingering, _) => s.last_activity + LINGER,
+                    (None, _, Some(started)) => started + self.settings.header_timeout,
+                    (None, _, None) => s.last_activity + self.settings.keepalive_timeout,
                 };
-                now >= deadline && !s.sending
+                now >= deadline
             })
             .map(|s| s.conn)
             .collect();
@@ -360,7 +366,7 @@ impl Worker {
     fn drain_idle(&mut self) {
         let mut idle = Vec::new();
         for s in self.sessions.iter_mut().flatten() {
-            if s.sending || !s.out.is_empty() {
+            if s.sending_since.is_some() || !s.out.is_empty() {
                 if s.phase == Phase::Open {
                     s.phase = Phase::CloseAfterSend;
                 }

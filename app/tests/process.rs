@@ -96,6 +96,68 @@ fn slow_and_idle_clients_are_closed_on_time() {
 }
 
 #[test]
+fn a_client_that_never_reads_is_closed_at_the_send_timeout() {
+    use std::io::{Read, Write};
+    for backend in ["epoll", "io_uring"] {
+        let server = Server::start(Launch {
+            env: &[("APP_BACKEND", backend), ("APP_SEND_TIMEOUT", "2")],
+            deny_io_uring: None,
+        });
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        // Pipeline requests until the server stops reading (its queue and both socket
+        // buffers full), never reading an answer.
+        c.set_write_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let req =
+            b"GET /user/0123456789abcdef0123456789abcdef HTTP/1.1\r\nHost: t\r\n\r\n".repeat(256);
+        let started = std::time::Instant::now();
+        let mut sent = 0usize;
+        while started.elapsed() < Duration::from_secs(10) {
+            match c.write(&req) {
+                Ok(n) => sent += n,
+                Err(_) => break, // blocked: the server is not reading any more
+            }
+        }
+        assert!(
+            sent > 1 << 20,
+            "{backend}: only {sent} bytes went out before blocking"
+        );
+        let blocked_at = std::time::Instant::now();
+        // Still not reading for the send timeout plus a sweep (and slack): by then the server
+        // has given up, so draining what it had queued ends in EOF or a reset — not in a read
+        // that waits forever once the last answer is in.
+        std::thread::sleep(Duration::from_secs(4));
+        c.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        let closed = loop {
+            match c.read(&mut buf) {
+                Ok(0) => break true,
+                Ok(_) => continue,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    break false
+                }
+                Err(_) => break true, // reset: closed with our requests unread
+            }
+        };
+        assert!(
+            closed,
+            "{backend}: the connection was still open {:?} after the client stalled",
+            blocked_at.elapsed()
+        );
+        assert!(blocked_at.elapsed() < Duration::from_secs(12), "{backend}");
+        // The server still serves others.
+        let mut other = server.connect();
+        assert_eq!(other.get("/").status, 200);
+        drop(other);
+        let (status, _, _) = server.stop();
+        assert!(status.success());
+    }
+}
+
+#[test]
 fn sigusr1_prints_the_counters_so_far_and_the_server_keeps_serving() {
     for backend in ["epoll", "io_uring"] {
         let mut server = Server::start(Launch {

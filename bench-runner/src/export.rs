@@ -116,6 +116,7 @@ reactor: io_uring, or edge-triggered epoll registered once per connection.
 | `APP_EPOLL_MODE` | `rx` | `rx` (registered once), `oneshot`, `legacy` (the old re-arm) |
 | `APP_HEADER_TIMEOUT` | `10` | seconds to deliver a whole request |
 | `APP_KEEPALIVE_TIMEOUT` | `15` | seconds an idle keep-alive connection is kept |
+| `APP_SEND_TIMEOUT` | `30` | seconds a send may wait for a client that does not read |
 | `APP_MAX_BODY` | `1048576` | largest request body (413 above) |
 
 ## io_uring and Docker
