@@ -138,6 +138,7 @@ fn compose_up_runs_a_quick_benchmark_and_leaves_no_server_behind() {
         "results.csv",
         "comparisons.csv",
         "chart.svg",
+        "report.html",
     ] {
         assert!(
             run.join(f).exists(),

@@ -72,6 +72,7 @@ fn check_files(dir: &Path) {
         "results.csv",
         "comparisons.csv",
         "chart.svg",
+        "report.html",
     ] {
         let len = std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0);
         assert!(len > 0, "{f} missing or empty in {}", dir.display());
@@ -197,6 +198,8 @@ fn check_files(dir: &Path) {
     assert!(std::fs::read_to_string(dir.join("chart.svg"))
         .unwrap()
         .contains("<svg"));
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains("<svg") && page.contains("<table>") && page.contains("Resolution"));
 }
 
 fn row<'a>(summary: &'a serde_json::Value, profile: &str, config: &str) -> &'a serde_json::Value {

@@ -1,8 +1,9 @@
 //! Writes a run's outputs from raw.json: summary.json, table.md, results.csv, comparisons.csv,
-//! chart.svg
+//! chart.svg and report.html (all of it in one page)
 //! (raw.json itself is the runner's to write: re-rendering never rewrites the source).
 
 mod chart;
+mod html;
 mod table;
 
 use std::path::Path;
@@ -46,9 +47,13 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary> {
         summary: &summary,
     };
     write("summary.json", serde_json::to_string_pretty(&file)?)?;
-    write("table.md", table::markdown(raw, &summary))?;
+    let markdown = table::markdown(raw, &summary);
+    write("table.md", markdown.clone())?;
     write("results.csv", table::csv(&summary))?;
     write("comparisons.csv", table::comparisons_csv(&summary))?;
     chart::draw(&dir.join("chart.svg"), raw, &summary)?;
+    let svg = std::fs::read_to_string(dir.join("chart.svg")).context("reading chart.svg back")?;
+    let title = format!("rxbench results {} ({})", raw.started_utc, raw.engine);
+    write("report.html", html::page(&title, &markdown, &svg))?;
     Ok(summary)
 }

@@ -1,0 +1,79 @@
+//! report.html: one self-contained page a person opens in a browser — the table (table.md
+//! rendered), the chart inlined, the evidence and the machine — with no file or network
+//! fetch of its own.
+
+use pulldown_cmark::{html, Options, Parser};
+
+const STYLE: &str = "
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1300px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; } h3 { margin-top: 1.4em; }
+table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; position: sticky; top: 0; }
+tr:nth-child(even) td { background: #fafafa; }
+code { background: #f3f3f3; padding: 0 3px; border-radius: 3px; }
+figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; }
+.evidence { overflow-x: auto; }
+";
+
+/// The page: `table_md` rendered, with `chart_svg` inlined before the first section.
+pub fn page(title: &str, table_md: &str, chart_svg: &str) -> String {
+    let mut body = String::new();
+    html::push_html(&mut body, Parser::new_ext(table_md, Options::ENABLE_TABLES));
+    // The SVG goes in as markup: no XML declaration inside HTML.
+    let svg = chart_svg
+        .trim_start()
+        .strip_prefix("<?xml")
+        .and_then(|rest| rest.split_once("?>"))
+        .map_or(chart_svg, |(_, svg)| svg);
+    let figure = format!(
+        "<figure>{svg}<figcaption>req/s per profile (whiskers: 95 % interval of each median), \
+and the paired comparisons with their 95 % intervals (blue: the interval excludes no change)\
+</figcaption></figure>\n"
+    );
+    match body.find("<h2>") {
+        Some(i) => body.insert_str(i, &figure),
+        None => body.push_str(&figure),
+    }
+    // Wide tables scroll rather than overflow the page.
+    let body = body
+        .replace("<table>", "<div class=\"evidence\"><table>")
+        .replace("</table>", "</table></div>");
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
+        escape(title)
+    )
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_is_self_contained_with_the_table_and_the_chart() {
+        let md = "# rxbench results\n\nIntro.\n\n## Profile `default`\n\n| conns | rx |\n| --- | --- |\n| 64 | 309k +12.6 % [+11.1, +14.3] |\n";
+        let svg = "<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\"><rect/></svg>";
+        let page = page("rxbench <run>", md, svg);
+        assert!(page.starts_with("<!DOCTYPE html>"));
+        assert!(page.contains("<title>rxbench &lt;run&gt;</title>"));
+        assert!(page.contains("<h1>rxbench results</h1>"));
+        assert!(
+            page.contains("<table>") && page.contains("<td>309k +12.6 % [+11.1, +14.3]</td>"),
+            "{page}"
+        );
+        assert!(!page.contains("<?xml"), "no XML declaration inside HTML");
+        // The chart sits before the first section, after the introduction.
+        let (svg_at, h2_at) = (page.find("<svg").unwrap(), page.find("<h2>").unwrap());
+        assert!(page.find("Intro.").unwrap() < svg_at && svg_at < h2_at);
+        // Nothing is fetched: no external scripts, styles or images.
+        for fetch in ["<script", "<link", "src=\"http", "<img"] {
+            assert!(!page.contains(fetch), "{fetch}");
+        }
+    }
+}
