@@ -49,7 +49,8 @@ pub enum Cmd {
         #[arg(long)]
         website: Option<String>,
     },
-    /// Build the images compose.yaml uses (rxbench-server, rxbench-runner), offline
+    /// Build the images offline: rxbench-server, rxbench-runner (compose.yaml) and
+    /// rxbench-rxload (deploy/k8s)
     BuildImages,
 }
 

@@ -64,14 +64,15 @@ fn main() {
         Some(Cmd::BuildImages) => runtime.block_on(async {
             let d = engine::docker::connect().await?;
             eprintln!(
-                "bench-runner: building rxbench-server and rxbench-runner on {}…",
+                "bench-runner: building rxbench-server, rxbench-runner and rxbench-rxload on {}…",
                 d.describe()
             );
             engine::build::build_all_images(&d.docker, &repo_root()).await?;
             println!(
-                "built {} and {}",
+                "built {}, {} and {}",
                 engine::build::IMAGE,
-                engine::build::RUNNER_IMAGE
+                engine::build::RUNNER_IMAGE,
+                engine::build::RXLOAD_IMAGE
             );
             Ok(())
         }),

@@ -11,8 +11,10 @@ use futures_util::StreamExt;
 
 pub const IMAGE: &str = "rxbench-server:latest";
 pub const RUNNER_IMAGE: &str = "rxbench-runner:latest";
+pub const RXLOAD_IMAGE: &str = "rxbench-rxload:latest";
 const DOCKERFILE: &str = include_str!("../../../docker/Dockerfile.scratch");
 const RUNNER_DOCKERFILE: &str = include_str!("../../../docker/Dockerfile.runner.scratch");
+const RXLOAD_DOCKERFILE: &str = include_str!("../../../docker/Dockerfile.rxload.scratch");
 
 /// Builds `tag` from an in-memory context: `dockerfile` and one static binary.
 pub async fn build_image(
@@ -47,7 +49,8 @@ pub async fn build_server_image(docker: &Docker, binary: &Path) -> Result<()> {
     build_image(docker, IMAGE, DOCKERFILE, "server", binary).await
 }
 
-/// Both images compose.yaml uses: the server and the runner itself.
+/// Every image the project ships: the server, the runner (compose.yaml) and rxload
+/// (deploy/k8s's driver Job).
 pub async fn build_all_images(docker: &Docker, root: &Path) -> Result<()> {
     let server = static_binary(root, "server")?;
     build_server_image(docker, &server).await?;
@@ -59,7 +62,16 @@ pub async fn build_all_images(docker: &Docker, root: &Path) -> Result<()> {
         "bench-runner",
         &runner,
     )
-    .await
+    .await?;
+    // Without goose: the driver Job needs rxload's own engines only.
+    let rxload = cargo_build(
+        root,
+        "target/static",
+        true,
+        &["-p", "driver", "--no-default-features", "--bin", "rxload"],
+        "rxload",
+    )?;
+    build_image(docker, RXLOAD_IMAGE, RXLOAD_DOCKERFILE, "rxload", &rxload).await
 }
 
 fn tar_context(dockerfile: &str, name: &str, binary: &Path) -> Result<Vec<u8>> {
