@@ -7,7 +7,7 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use reactor::{Conn, Event, Reactor, Recv, SyscallCounts};
+use reactor::{Conn, Event, ListenerId, Reactor, Recv, SyscallCounts};
 
 use crate::http::{self, After, Limits};
 
@@ -20,6 +20,9 @@ const MAX_PENDING_OUT: usize = 1 << 20;
 const LINGER: Duration = Duration::from_secs(2);
 /// After SIGTERM, responses in flight get this long to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Out of descriptors (EMFILE, ENFILE) or memory, accepting pauses this long: existing
+/// connections go on being served, and a retry does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 pub struct Settings {
     pub header_timeout: Duration,
@@ -93,6 +96,10 @@ impl DateCache {
 pub struct Worker {
     reactor: Reactor,
     settings: Settings,
+    /// Accepting paused (out of resources) until then, on this listener.
+    accept_paused: Option<(ListenerId, Instant)>,
+    /// Since the first accept that found no descriptor, until one succeeds again.
+    accept_starved_since: Option<Instant>,
     sessions: Vec<Option<Session>>,
     live: usize,
     date: DateCache,
@@ -104,6 +111,8 @@ impl Worker {
         Worker {
             reactor,
             settings,
+            accept_paused: None,
+            accept_starved_since: None,
             sessions: Vec::new(),
             live: 0,
             date: DateCache {
@@ -134,7 +143,11 @@ impl Worker {
         let mut stopping_since: Option<Instant> = None;
         loop {
             let now = Instant::now();
-            let timeout = next_sweep.saturating_duration_since(now);
+            let wake = match self.accept_paused {
+                Some((_, until)) => next_sweep.min(until),
+                None => next_sweep,
+            };
+            let timeout = wake.saturating_duration_since(now);
             self.reactor
                 .poll(&mut events, Some(timeout))
                 .map_err(|e| e.to_io())?;
@@ -149,7 +162,14 @@ impl Worker {
                 // The asker may have gone (it waits a bounded time): nothing to do then.
                 let _ = snapshots.send((index, self.stats_now()));
             }
+            if let Some((paused, until)) = self.accept_paused {
+                if now >= until && stopping_since.is_none() {
+                    self.accept_paused = None;
+                    self.reactor.resume_accept(paused);
+                }
+            }
             if stopping_since.is_none() && control.stop.load(Ordering::Relaxed) {
+                self.accept_paused = None;
                 self.reactor.unlisten(listener);
                 stopping_since = Some(now);
                 self.drain_idle();
@@ -176,7 +196,15 @@ impl Worker {
 
     fn on_event(&mut self, event: Event, now: Instant) {
         match event {
-            Event::Accepted { conn, .. } => self.open(conn, now),
+            Event::Accepted { conn, .. } => {
+                if let Some(since) = self.accept_starved_since.take() {
+                    eprintln!(
+                        "server: accepting again after {} ms",
+                        now.duration_since(since).as_millis()
+                    );
+                }
+                self.open(conn, now)
+            }
             Event::Received { conn, buf, result } => {
                 let Some(s) = self.session(conn) else { return };
                 s.last_activity = now;
@@ -219,6 +247,19 @@ impl Worker {
                     // Reading was paused behind a large backlog of responses.
                     self.arm(conn, input);
                 }
+            }
+            Event::AcceptFailed { listener, error } if error.is_out_of_resources() => {
+                // One line when it starts and one when it ends, not one per retry.
+                if self.accept_starved_since.is_none() {
+                    eprintln!(
+                        "server: accepting paused: {} with {} connections open; retrying every {} ms",
+                        error.name(),
+                        self.live,
+                        ACCEPT_BACKOFF.as_millis()
+                    );
+                    self.accept_starved_since = Some(now);
+                }
+                self.accept_paused = Some((listener, now + ACCEPT_BACKOFF));
             }
             Event::AcceptFailed { error, .. } => {
                 eprintln!("server: accept failed: {error}");

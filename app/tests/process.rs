@@ -95,6 +95,99 @@ fn slow_and_idle_clients_are_closed_on_time() {
     }
 }
 
+/// CPU ticks (user + system) the process has used so far.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn out_of_descriptors_the_server_keeps_serving_backs_off_and_recovers() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    for backend in ["epoll", "io_uring"] {
+        // 48 descriptors: room for about 40 connections.
+        let mut child = Command::new("prlimit")
+            .args(["--nofile=48:48", SERVER])
+            .env("APP_PORT", "0")
+            .env("APP_WORKERS", "1")
+            .env("APP_BACKEND", backend)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("prlimit (util-linux)");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        stderr.read_line(&mut first).unwrap();
+        let port: u16 = first
+            .split("0.0.0.0:")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{first}"));
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        // 80 connections: the kernel queues the ones the server cannot accept.
+        let mut conns: Vec<std::net::TcpStream> = (0..80)
+            .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        // No busy loop: a second of exhaustion costs the server almost no CPU.
+        let before = cpu_ticks(child.id());
+        std::thread::sleep(Duration::from_secs(1));
+        let spent = cpu_ticks(child.id()) - before;
+        assert!(
+            spent < 20,
+            "{backend}: {spent} ticks in 1 s while out of descriptors"
+        );
+        // Connections already accepted are served.
+        let ask = |c: &mut std::net::TcpStream| -> String {
+            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            c.write_all(b"GET /user/ok HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+            let mut buf = [0u8; 512];
+            let n = c.read(&mut buf).unwrap_or(0);
+            String::from_utf8_lossy(&buf[..n]).to_string()
+        };
+        assert!(ask(&mut conns[0]).starts_with("HTTP/1.1 200"), "{backend}");
+        // Free descriptors: the queued connections are accepted and served.
+        let mut last = conns.pop().unwrap();
+        conns.truncate(10);
+        let answer = ask(&mut last);
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok"),
+            "{backend}: {answer:?}"
+        );
+        let lines = log.lock().unwrap().clone();
+        assert!(
+            lines.iter().any(|l| l.contains("accepting paused: EMFILE")),
+            "{backend}: {lines:?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("accepting again")),
+            "{backend}: {lines:?}"
+        );
+        assert!(
+            lines.len() < 10,
+            "{backend}: one line per episode, not per retry: {lines:?}"
+        );
+        drop(conns);
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        assert!(child.wait().unwrap().success());
+    }
+}
+
 #[test]
 fn a_client_that_never_reads_is_closed_at_the_send_timeout() {
     use std::io::{Read, Write};

@@ -131,6 +131,17 @@ impl Epoll {
         }
     }
 
+    pub fn resume_accept(&mut self, id: ListenerId) {
+        let Some(Some(listener)) = self.listeners.get(id.0 as usize) else {
+            return;
+        };
+        let t = token(KIND_LISTENER, id.0, 0);
+        let fd = listener.as_raw_fd();
+        let _ = self
+            .sys
+            .epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, IN, t);
+    }
+
     pub fn register(&mut self, fd: OwnedFd) -> Conn {
         let fd_gen = fdtable::reset(fd.as_raw_fd());
         self.conns.insert(EConn {
@@ -293,6 +304,18 @@ impl Epoll {
                 Err(Errno(libc::EAGAIN)) => break,
                 Err(Errno(libc::EINTR | libc::ECONNABORTED)) => continue,
                 Err(error) => {
+                    if error.is_out_of_resources() {
+                        // Level-triggered, the backlog would wake every wait: mute the
+                        // listener until resume_accept.
+                        let t = token(KIND_LISTENER, index, 0);
+                        let _ = self.sys.epoll_ctl(
+                            self.epfd.as_raw_fd(),
+                            libc::EPOLL_CTL_MOD,
+                            lfd,
+                            0,
+                            t,
+                        );
+                    }
                     self.pending.push(Event::AcceptFailed {
                         listener: ListenerId(index),
                         error,

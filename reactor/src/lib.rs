@@ -276,6 +276,9 @@ pub enum Event {
         listener: ListenerId,
         conn: Conn,
     },
+    /// Accepting failed. When `error.is_out_of_resources()` the listener is paused — no
+    /// further accept is tried (a retry would fail at once, in a busy loop) — until
+    /// [`Reactor::resume_accept`]; the caller picks the backoff.
     AcceptFailed {
         listener: ListenerId,
         error: Errno,
@@ -436,6 +439,12 @@ impl Reactor {
     /// Stops accepting on `id` and closes that listener.
     pub fn unlisten(&mut self, id: ListenerId) {
         dispatch!(self, b => b.unlisten(id))
+    }
+
+    /// Accepts again on a listener paused by an out-of-resources [`Event::AcceptFailed`]
+    /// (connections that queued meanwhile are accepted then).
+    pub fn resume_accept(&mut self, id: ListenerId) {
+        dispatch!(self, b => b.resume_accept(id))
     }
 
     /// Takes over an already connected socket (made non-blocking here).

@@ -18,6 +18,15 @@ impl Errno {
         )
     }
 
+    /// Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): retrying at once fails
+    /// again, so an accept that meets one pauses instead of spinning.
+    pub fn is_out_of_resources(self) -> bool {
+        matches!(
+            self.0,
+            libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM
+        )
+    }
+
     /// The symbolic name (`EPERM`, `ENOSYS`, ...) where known, else the number.
     pub fn name(self) -> String {
         let known = [
@@ -33,6 +42,8 @@ impl Errno {
             (libc::EEXIST, "EEXIST"),
             (libc::ENOENT, "ENOENT"),
             (libc::EMFILE, "EMFILE"),
+            (libc::ENFILE, "ENFILE"),
+            (libc::ENOBUFS, "ENOBUFS"),
             (libc::ETIMEDOUT, "ETIMEDOUT"),
             (libc::EACCES, "EACCES"),
         ];

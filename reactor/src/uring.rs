@@ -694,13 +694,30 @@ impl Uring {
         } else if -res == libc::EINVAL && !self.single_accept {
             self.single_accept = true; // kernel without multishot accept
         } else if listening && -res != libc::ECANCELED {
+            let error = Errno(-res);
             self.pending.push(Event::AcceptFailed {
                 listener: ListenerId(index),
-                error: Errno(-res),
+                error,
             });
+            if error.is_out_of_resources() {
+                // Re-armed, the accept would fail again at once: paused until resume_accept.
+                if cqueue::more(flags) {
+                    let cancel = opcode::AsyncCancel::new(user_data(OP_ACCEPT, index))
+                        .build()
+                        .user_data(user_data(OP_IGNORE, 0));
+                    self.push(cancel);
+                }
+                return;
+            }
         }
         if listening && (self.single_accept || !cqueue::more(flags)) {
             self.arm_accept(index);
+        }
+    }
+
+    pub fn resume_accept(&mut self, id: ListenerId) {
+        if matches!(self.listeners.get(id.0 as usize), Some(Some(_))) {
+            self.arm_accept(id.0);
         }
     }
 }
