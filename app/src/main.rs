@@ -118,6 +118,31 @@ fn block_control_signals() -> libc::sigset_t {
     }
 }
 
+/// Raises the soft limit on open descriptors to the hard limit (each connection is one) and
+/// returns the limit now in force.
+fn raise_nofile_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass, nothing else.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 0;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return raised.rlim_cur;
+            }
+        }
+    }
+    lim.rlim_cur
+}
+
 fn wait_for_signal(set: &libc::sigset_t) -> i32 {
     let mut sig = 0;
     // SAFETY: `set` was initialised by block_control_signals; sigwait writes the signal number.
@@ -128,6 +153,7 @@ fn wait_for_signal(set: &libc::sigset_t) -> i32 {
 fn serve() -> Result<(), String> {
     let config = Config::from_env().map_err(|e| e.to_string())?;
     let signals = block_control_signals();
+    let nofile = raise_nofile_limit();
     let cpus = allowed_cpus();
     let workers = config.workers.unwrap_or(cpus.len().max(1));
 
@@ -207,7 +233,7 @@ fn serve() -> Result<(), String> {
         .into_iter()
         .unzip();
     let report = reports.into_iter().next().ok_or("no worker started")?;
-    eprintln!("server listening on 0.0.0.0:{port} workers={workers} {report}");
+    eprintln!("server listening on 0.0.0.0:{port} workers={workers} nofile={nofile} {report}");
 
     let mut snapshots_taken = 0u64;
     let sig = loop {
@@ -224,6 +250,16 @@ fn serve() -> Result<(), String> {
         control.stop.store(true, Ordering::Relaxed);
         waker.wake();
     }
+    // Responses in flight get their grace period; a second stop signal ends it at once.
+    std::thread::spawn(move || loop {
+        let again = wait_for_signal(&signals);
+        if again != libc::SIGUSR1 {
+            eprintln!(
+                "server: second stop signal: exiting without waiting for responses in flight"
+            );
+            std::process::exit(128 + again);
+        }
+    });
     let mut per_worker = Vec::new();
     for (index, h) in handles.into_iter().enumerate() {
         match h.join() {

@@ -188,33 +188,82 @@ fn out_of_descriptors_the_server_keeps_serving_backs_off_and_recovers() {
     }
 }
 
+/// The first stderr line of `server` started through `prlimit ARGS`.
+fn first_line_under_prlimit(limit: &str) -> String {
+    use std::io::BufRead;
+    let mut child = Command::new("prlimit")
+        .args([limit, SERVER])
+        .env("APP_PORT", "0")
+        .env("APP_WORKERS", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("prlimit (util-linux)");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    line
+}
+
+#[test]
+fn the_descriptor_limit_is_raised_to_the_hard_limit_and_logged() {
+    let line = first_line_under_prlimit("--nofile=256:4096");
+    assert!(line.contains(" nofile=4096 "), "{line}");
+    let line = first_line_under_prlimit("--nofile=300:300");
+    assert!(line.contains(" nofile=300 "), "{line}");
+}
+
+/// A client that pipelines requests until the server stops reading, and never reads: its
+/// connection then has a send in flight that cannot finish.
+fn stalled_client(port: u16) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_write_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let req = b"GET /user/0123456789abcdef0123456789abcdef HTTP/1.1\r\nHost: t\r\n\r\n".repeat(256);
+    let started = std::time::Instant::now();
+    let mut sent = 0usize;
+    while started.elapsed() < Duration::from_secs(10) {
+        match c.write(&req) {
+            Ok(n) => sent += n,
+            Err(_) => break, // blocked: the server is not reading any more
+        }
+    }
+    assert!(sent > 1 << 20, "only {sent} bytes went out before blocking");
+    c
+}
+
+#[test]
+fn a_second_stop_signal_exits_at_once() {
+    let mut server = Server::start(no_env());
+    let _stalled = stalled_client(server.port);
+    // The first SIGTERM waits (up to its grace period) for the stalled response...
+    server.signal(libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        server.running(),
+        "the first signal waits for responses in flight"
+    );
+    // ...the second ends it now.
+    let t = std::time::Instant::now();
+    server.signal(libc::SIGTERM);
+    let status = server.wait();
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+}
+
 #[test]
 fn a_client_that_never_reads_is_closed_at_the_send_timeout() {
-    use std::io::{Read, Write};
+    use std::io::Read;
     for backend in ["epoll", "io_uring"] {
         let server = Server::start(Launch {
             env: &[("APP_BACKEND", backend), ("APP_SEND_TIMEOUT", "2")],
             deny_io_uring: None,
         });
-        let mut c = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
-        // Pipeline requests until the server stops reading (its queue and both socket
-        // buffers full), never reading an answer.
-        c.set_write_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        let req =
-            b"GET /user/0123456789abcdef0123456789abcdef HTTP/1.1\r\nHost: t\r\n\r\n".repeat(256);
-        let started = std::time::Instant::now();
-        let mut sent = 0usize;
-        while started.elapsed() < Duration::from_secs(10) {
-            match c.write(&req) {
-                Ok(n) => sent += n,
-                Err(_) => break, // blocked: the server is not reading any more
-            }
-        }
-        assert!(
-            sent > 1 << 20,
-            "{backend}: only {sent} bytes went out before blocking"
-        );
+        let mut c = stalled_client(server.port);
         let blocked_at = std::time::Instant::now();
         // Still not reading for the send timeout plus a sweep (and slack): by then the server
         // has given up, so draining what it had queued ends in EOF or a reset — not in a read
@@ -407,7 +456,8 @@ fn sigint_stops_cleanly_and_responses_in_flight_end_whole() {
         answered += 1;
     }
     feeder.join().unwrap();
-    let (status, json, _) = server.stop_with(libc::SIGINT);
+    // One signal only: a second one would end the grace period at once.
+    let (status, json, _) = server.exited();
     assert!(status.success());
     assert_eq!(json["signal"], "SIGINT");
     let counted = json["workers"][0]["requests"].as_u64().unwrap();

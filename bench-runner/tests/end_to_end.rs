@@ -644,6 +644,77 @@ fn a_port_in_use_is_named_before_anything_starts() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// The running server containers: non-root, read-only, no capabilities, no new privileges,
+/// memory and pids limits; `relaxed` differs from the others in its seccomp option only.
+fn check_containers_are_locked_down() {
+    let ids = Command::new("docker")
+        .args(["ps", "-q", "--filter", "label=rxbench"])
+        .output()
+        .unwrap();
+    let ids: Vec<String> = String::from_utf8_lossy(&ids.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert!(ids.len() >= 2, "{ids:?}");
+    let out = Command::new("docker")
+        .arg("inspect")
+        .args(&ids)
+        .output()
+        .unwrap();
+    let all: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut without_seccomp = Vec::new();
+    for c in &all {
+        let host = &c["HostConfig"];
+        assert_eq!(
+            c["Config"]["User"], "65534:65534",
+            "non-root: {}",
+            c["Name"]
+        );
+        assert_eq!(host["ReadonlyRootfs"], true, "{}", c["Name"]);
+        assert_eq!(host["CapDrop"], serde_json::json!(["ALL"]), "{}", c["Name"]);
+        assert!(
+            host["Memory"].as_i64().unwrap() > 0,
+            "memory limit: {}",
+            c["Name"]
+        );
+        assert_eq!(host["MemorySwap"], host["Memory"], "no swap: {}", c["Name"]);
+        assert!(
+            host["PidsLimit"].as_i64().unwrap() > 0,
+            "pids limit: {}",
+            c["Name"]
+        );
+        let opts: Vec<&str> = host["SecurityOpt"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o.as_str().unwrap())
+            .collect();
+        assert!(opts.contains(&"no-new-privileges:true"), "{opts:?}");
+        let name = c["Name"].as_str().unwrap();
+        if name.contains("-relaxed-") {
+            assert!(opts.contains(&"seccomp=unconfined"), "{opts:?}");
+        } else {
+            assert!(
+                opts.iter().any(|o| o.starts_with("seccomp={")),
+                "the no-io-uring profile: {opts:?}"
+            );
+        }
+        // Everything but seccomp is the same for every profile.
+        let mut h = host.clone();
+        h["SecurityOpt"] = serde_json::json!(opts
+            .iter()
+            .filter(|o| !o.starts_with("seccomp"))
+            .collect::<Vec<_>>());
+        without_seccomp.push(h);
+    }
+    for h in &without_seccomp[1..] {
+        assert_eq!(
+            h, &without_seccomp[0],
+            "the profiles differ in more than seccomp"
+        );
+    }
+}
+
 #[test]
 fn ctrl_c_mid_run_leaves_no_container_and_keeps_what_was_measured() {
     if !available_or_skip(
@@ -675,7 +746,7 @@ fn ctrl_c_mid_run_leaves_no_container_and_keeps_what_was_measured() {
         .spawn()
         .unwrap();
     wait_for_slices(&out, 2);
-    assert!(rxbench_containers() > 0);
+    check_containers_are_locked_down();
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();

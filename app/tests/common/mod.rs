@@ -56,6 +56,15 @@ impl Server {
         }
     }
 
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.as_mut().unwrap().try_wait(), Ok(None))
+    }
+
+    /// Waits for the server to exit (after a signal), without reading its output.
+    pub fn wait(&mut self) -> ExitStatus {
+        self.child.take().unwrap().wait().unwrap()
+    }
+
     /// SIGUSR1, then the counters line the server prints for it (it keeps serving).
     pub fn snapshot(&mut self) -> serde_json::Value {
         self.signal(libc::SIGUSR1);
@@ -88,8 +97,13 @@ impl Server {
         unsafe { libc::kill(pid, sig) };
     }
 
-    pub fn stop_with(mut self, sig: i32) -> (ExitStatus, serde_json::Value, String) {
+    pub fn stop_with(self, sig: i32) -> (ExitStatus, serde_json::Value, String) {
         self.signal(sig);
+        self.exited()
+    }
+
+    /// After a stop signal already sent: the exit status and the JSON counters line.
+    pub fn exited(mut self) -> (ExitStatus, serde_json::Value, String) {
         let mut child = self.child.take().unwrap();
         let mut stdout = String::new();
         self.stdout

@@ -333,8 +333,14 @@ async fn force_remove(docker: &bollard::Docker, id: &str) {
     let _ = docker.remove_container(id, Some(opts)).await;
 }
 
+/// Memory for one server container (no swap beyond it): a worker with thousands of idle
+/// connections needs a few MiB; a leak hits this wall instead of the machine.
+const MEMORY_LIMIT: i64 = 512 << 20;
+
 /// Every container the runner makes: labelled, pinned, read-only, no capabilities, no new
-/// privileges, plus the profile's seccomp option (`None`: the engine's default).
+/// privileges, bounded memory and process count, plus the profile's seccomp option (`None`:
+/// the engine's default) — the relaxed profile lifts seccomp and nothing else. The image
+/// itself runs as nobody (USER 65534 in docker/Dockerfile*.scratch).
 fn locked_down(
     image: &str,
     network: &str,
@@ -357,6 +363,10 @@ fn locked_down(
             security_opt: Some(security_opt),
             cap_drop: Some(vec!["ALL".into()]),
             readonly_rootfs: Some(true),
+            memory: Some(MEMORY_LIMIT),
+            memory_swap: Some(MEMORY_LIMIT),
+            // A worker thread per CPU, the main thread and a few helpers.
+            pids_limit: Some(2 * cpus.len().max(1) as i64 + 16),
             ..Default::default()
         }),
         ..Default::default()
