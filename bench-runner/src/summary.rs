@@ -145,6 +145,21 @@ pub struct Summary {
     pub route_means: Vec<RouteMean>,
 }
 
+impl Summary {
+    /// The configurations measured under `profile`, in `order`.
+    pub fn configs_of(&self, profile: Profile, order: &[ServerConfig]) -> Vec<ServerConfig> {
+        order
+            .iter()
+            .copied()
+            .filter(|c| {
+                self.rows
+                    .iter()
+                    .any(|r| r.profile == profile && r.config == *c)
+            })
+            .collect()
+    }
+}
+
 /// Cell key: server, connection level, route.
 type CellKey = (ServerKey, u32, String);
 

@@ -131,15 +131,7 @@ fn compose_up_runs_a_quick_benchmark_and_leaves_no_server_behind() {
         .find(|e| e.file_name() != "latest")
         .unwrap_or_else(|| panic!("no run folder in {}:\n{log}", results.display()))
         .path();
-    for f in [
-        "raw.json",
-        "summary.json",
-        "table.md",
-        "results.csv",
-        "comparisons.csv",
-        "chart.svg",
-        "report.html",
-    ] {
+    for f in common::RUN_FILES {
         assert!(
             run.join(f).exists(),
             "{f} missing in {}:\n{log}",

@@ -65,15 +65,7 @@ fn run(tag: &str, args: &[&str]) -> (PathBuf, serde_json::Value) {
 
 /// Every output file is there and matches the schema.
 fn check_files(dir: &Path) {
-    for f in [
-        "raw.json",
-        "summary.json",
-        "table.md",
-        "results.csv",
-        "comparisons.csv",
-        "chart.svg",
-        "report.html",
-    ] {
+    for f in common::RUN_FILES {
         let len = std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0);
         assert!(len > 0, "{f} missing or empty in {}", dir.display());
     }

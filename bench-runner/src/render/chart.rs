@@ -132,14 +132,7 @@ fn bars(
             .y_desc("k req/s")
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()?;
-        let present: Vec<ServerConfig> = BAR_ORDER
-            .into_iter()
-            .filter(|c| {
-                s.rows
-                    .iter()
-                    .any(|r| r.profile == profile && r.config == *c)
-            })
-            .collect();
+        let present = s.configs_of(profile, &BAR_ORDER);
         let width = 0.8 / present.len().max(1) as f64;
         for (j, &config) in present.iter().enumerate() {
             let col = colour(config);

@@ -188,14 +188,7 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
     let mut conns: Vec<u32> = s.rows.iter().map(|r| r.conns).collect();
     conns.sort_unstable();
     conns.dedup();
-    let present: Vec<ServerConfig> = COLUMNS
-        .into_iter()
-        .filter(|c| {
-            s.rows
-                .iter()
-                .any(|r| r.profile == profile && r.config == *c)
-        })
-        .collect();
+    let present = s.configs_of(profile, &COLUMNS);
     let mut t = format!("{title}:\n\n| conns |");
     for c in &present {
         t += &format!(" {} |", c.heading());

@@ -25,3 +25,14 @@ pub fn docker_reachable() -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
+
+/// Every file a run writes into its folder.
+pub const RUN_FILES: [&str; 7] = [
+    "raw.json",
+    "summary.json",
+    "table.md",
+    "results.csv",
+    "comparisons.csv",
+    "chart.svg",
+    "report.html",
+];
