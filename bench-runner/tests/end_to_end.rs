@@ -487,6 +487,7 @@ fn a_server_that_dies_is_reported_with_its_log_and_restarted_once() {
             "--out",
         ])
         .arg(&out)
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

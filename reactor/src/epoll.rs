@@ -372,10 +372,10 @@ impl Epoll {
         let hint = fdtable::registration(fd, c.fd_gen);
         let t = token(KIND_CONN, conn.slot, conn.generation);
         let result = if rx_path {
-            let mut mask = IN | RDHUP | ET;
-            if c.send.is_some() || c.want.writable {
-                mask |= OUT;
-            }
+            // Readable and writable, edge-triggered, once: a send that fills the socket waits
+            // for the OUT edge its EAGAIN arms (as HAProxy's poller does), with no MOD to add
+            // OUT and none to drop it.
+            let mask = IN | OUT | RDHUP | ET;
             if hint == Registration::Rx && c.registered == mask {
                 // Registered once for this connection: nothing to do. Bytes that an earlier
                 // edge announced are received before the next wait.

@@ -311,6 +311,45 @@ fn sends_larger_than_the_socket_buffer_complete_in_order() {
 }
 
 #[test]
+fn rx_sends_that_fill_the_socket_cost_no_epoll_ctl() {
+    let mut r = Reactor::new(&epoll(EpollMode::Rx)).unwrap();
+    let (conn, client) = pair(&mut r);
+    r.arm_recv(conn, Vec::with_capacity(64)).unwrap(); // the one registration
+    let after_registration = r.counts();
+    for round in 0..3u8 {
+        let mut reader = client.try_clone().unwrap();
+        let n = 8_000_000;
+        let check = std::thread::spawn(move || {
+            // A late reader: the send fills the socket buffers and meets EAGAIN first.
+            std::thread::sleep(Duration::from_millis(100));
+            let mut got = vec![0u8; n];
+            reader.read_exact(&mut got).unwrap();
+            got.iter().all(|&b| b == round)
+        });
+        r.send(conn, vec![round; n]).unwrap();
+        let ev = poll_until(&mut r, "big send", |ev| {
+            ev.iter().any(|e| matches!(e, Event::Sent { .. }))
+        });
+        assert!(
+            ev.iter()
+                .any(|e| matches!(e, Event::Sent { result: Ok(()), .. })),
+            "{ev:?}"
+        );
+        assert!(check.join().unwrap(), "round {round}: bytes differ");
+    }
+    let d = r.counts().since(&after_registration);
+    assert!(
+        d.get(Syscall::Send) > 3,
+        "the sends did fill the socket: {d:?}"
+    );
+    assert_eq!(
+        d.epoll_ctl(),
+        0,
+        "writability is tracked by edges, not by MODs: {d:?}"
+    );
+}
+
+#[test]
 fn misuse_is_refused_and_the_buffer_comes_back() {
     for (name, config) in all_configs() {
         let mut r = Reactor::new(&config).unwrap();

@@ -221,8 +221,15 @@ impl Server {
         self.lines.lock().unwrap().clone()
     }
 
+    /// The last `n` lines the server printed, counters snapshots left out (they are in the
+    /// slices already, and they would crowd out what the server said when it failed).
     pub fn tail(&self, n: usize) -> String {
-        tail(&self.lines(), n)
+        let said: Vec<String> = self
+            .lines()
+            .into_iter()
+            .filter(|l| !l.contains("\"event\":\"snapshot\""))
+            .collect();
+        tail(&said, n)
     }
 
     /// Waits (at most `limit`) for snapshot line `seq`.
