@@ -533,6 +533,121 @@ fn a_server_that_dies_is_reported_with_its_log_and_restarted_once() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+#[test]
+fn a_docker_server_killed_mid_run_is_reported_and_restarted_once() {
+    if !available_or_skip(
+        docker_reachable(),
+        "docker_killed_server",
+        "no Docker engine answers",
+    ) {
+        return;
+    }
+    let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("docker-restart");
+    let mut child = Command::new(RUNNER)
+        .args([
+            "--engine",
+            "docker",
+            "--profiles",
+            "relaxed",
+            "--configs",
+            "rx,legacy",
+            "--conns",
+            "64",
+        ])
+        .args([
+            "--rounds",
+            "12",
+            "--slice",
+            "300ms",
+            "--slice-warmup",
+            "100ms",
+            "--port",
+            "3985",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_slices(&out, 2);
+    let ids = Command::new("docker")
+        .args(["ps", "-q", "--filter", "label=rxbench"])
+        .output()
+        .unwrap();
+    let id = String::from_utf8_lossy(&ids.stdout)
+        .lines()
+        .next()
+        .map(str::to_string)
+        .expect("a server container");
+    assert!(Command::new("docker")
+        .args(["kill", &id])
+        .output()
+        .unwrap()
+        .status
+        .success());
+    assert!(
+        child.wait().unwrap().success(),
+        "a dead server is a result, not a crashed run"
+    );
+    assert_eq!(rxbench_containers(), 0, "containers left behind");
+    let summary = json(run_dir(&out).join("summary.json"));
+    let servers = summary["servers"].as_array().unwrap();
+    let killed = servers
+        .iter()
+        .find(|s| s["starts"] == 2)
+        .unwrap_or_else(|| panic!("no server restarted: {servers:?}"));
+    assert!(
+        killed["events"][0].as_str().unwrap().contains("exited"),
+        "{killed}"
+    );
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn an_engine_that_does_not_answer_is_named_and_auto_falls_back_to_native() {
+    let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("no-engine");
+    let nowhere = "unix:///nonexistent/rxbench-no-engine.sock";
+    let forced = Command::new(RUNNER)
+        .env("DOCKER_HOST", nowhere)
+        .args(["--engine", "docker", "--quick", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!forced.status.success());
+    let err = String::from_utf8_lossy(&forced.stderr);
+    assert!(err.contains("the Docker engine does not answer"), "{err}");
+    assert!(!out.exists(), "nothing is written when nothing ran");
+    let auto = Command::new(RUNNER)
+        .env("DOCKER_HOST", nowhere)
+        .args([
+            "--quick",
+            "--profiles",
+            "relaxed",
+            "--configs",
+            "rx",
+            "--conns",
+            "64",
+            "--port",
+            "3987",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&auto.stderr);
+    assert!(auto.status.success(), "{err}");
+    assert!(
+        err.contains("no Docker engine reachable") && err.contains("running natively"),
+        "{err}"
+    );
+    let summary = json(run_dir(&out).join("summary.json"));
+    assert_eq!(summary["engine"], "native");
+    std::fs::remove_dir_all(&out).ok();
+}
+
 fn wait_for_slices(out: &Path, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(240);
     loop {

@@ -51,17 +51,13 @@ pub enum CpuSource {
 
 /// The engine, if one answers (DOCKER_HOST is honoured).
 pub async fn connect() -> Result<Docker> {
+    let at = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
+    let silent = || format!("the Docker engine does not answer at {at}");
     let docker = bollard::Docker::connect_with_defaults()
-        .context("no Docker client configuration")?
+        .with_context(silent)?
         .with_timeout(Duration::from_secs(600));
-    let docker = docker
-        .negotiate_version()
-        .await
-        .context("the Docker engine does not answer")?;
-    let v = docker
-        .version()
-        .await
-        .context("the Docker engine does not answer")?;
+    let docker = docker.negotiate_version().await.with_context(silent)?;
+    let v = docker.version().await.with_context(silent)?;
     Ok(Docker {
         docker,
         version: v.version.unwrap_or_else(|| "unknown".into()),
