@@ -109,27 +109,17 @@ fn cpu_ticks(pid: u32) -> u64 {
 
 #[test]
 fn out_of_descriptors_the_server_keeps_serving_backs_off_and_recovers() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufRead, Read, Write};
     for backend in ["epoll", "io_uring"] {
         // 48 descriptors: room for about 40 connections.
-        let mut child = Command::new("prlimit")
-            .args(["--nofile=48:48", SERVER])
-            .env("APP_PORT", "0")
-            .env("APP_WORKERS", "1")
-            .env("APP_BACKEND", backend)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("prlimit (util-linux)");
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut first = String::new();
-        stderr.read_line(&mut first).unwrap();
-        let port: u16 = first
-            .split("0.0.0.0:")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("{first}"));
+        let mut server = Server::start_through(
+            &["prlimit", "--nofile=48:48"],
+            Launch {
+                env: &[("APP_BACKEND", backend)],
+                deny_io_uring: None,
+            },
+        );
+        let (port, stderr) = (server.port, server.take_stderr());
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
         let sink = log.clone();
         std::thread::spawn(move || {
@@ -143,9 +133,9 @@ fn out_of_descriptors_the_server_keeps_serving_backs_off_and_recovers() {
             .collect();
         std::thread::sleep(Duration::from_millis(300));
         // No busy loop: a second of exhaustion costs the server almost no CPU.
-        let before = cpu_ticks(child.id());
+        let before = cpu_ticks(server.pid());
         std::thread::sleep(Duration::from_secs(1));
-        let spent = cpu_ticks(child.id()) - before;
+        let spent = cpu_ticks(server.pid()) - before;
         assert!(
             spent < 20,
             "{backend}: {spent} ticks in 1 s while out of descriptors"
@@ -182,30 +172,16 @@ fn out_of_descriptors_the_server_keeps_serving_backs_off_and_recovers() {
             "{backend}: one line per episode, not per retry: {lines:?}"
         );
         drop(conns);
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        assert!(child.wait().unwrap().success());
+        server.signal(libc::SIGTERM);
+        assert!(server.wait().success());
     }
 }
 
-/// The first stderr line of `server` started through `prlimit ARGS`.
+/// The first stderr line of `server` started through `prlimit LIMIT`.
 fn first_line_under_prlimit(limit: &str) -> String {
-    use std::io::BufRead;
-    let mut child = Command::new("prlimit")
-        .args([limit, SERVER])
-        .env("APP_PORT", "0")
-        .env("APP_WORKERS", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("prlimit (util-linux)");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
-    line
+    Server::start_through(&["prlimit", limit], no_env())
+        .first_line
+        .clone()
 }
 
 #[test]

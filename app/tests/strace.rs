@@ -4,11 +4,11 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
+use std::process::Command;
 use std::time::Duration;
 
-use common::SERVER;
+use common::{Launch, Server};
 
 /// strace -c's table: syscall -> calls (all threads).
 fn strace_table(text: &str) -> HashMap<String, u64> {
@@ -31,27 +31,15 @@ fn counters_agree_with_strace_within_one_percent_on_a_keep_alive_run() {
     for backend in ["epoll", "io_uring"] {
         let table =
             std::env::temp_dir().join(format!("rxbench-strace-{backend}-{}", std::process::id()));
-        let mut strace = Command::new("strace")
-            .args(["-f", "-c", "-o"])
-            .arg(&table)
-            .arg(SERVER)
-            .env("APP_PORT", "0")
-            .env("APP_WORKERS", "1")
-            .env("APP_BACKEND", backend)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(strace.stderr.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let port: u16 = first
-            .split("0.0.0.0:")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("{first}"));
+        let table_path = table.to_str().unwrap();
+        let server = Server::start_through(
+            &["strace", "-f", "-c", "-o", table_path],
+            Launch {
+                env: &[("APP_BACKEND", backend)],
+                deny_io_uring: None,
+            },
+        );
+        let port = server.port;
         // 8 keep-alive connections, 250 requests each, one at a time per connection.
         let mut conns: Vec<std::net::TcpStream> = (0..8)
             .map(|_| {
@@ -75,7 +63,7 @@ fn counters_agree_with_strace_within_one_percent_on_a_keep_alive_run() {
         std::thread::sleep(Duration::from_millis(200));
         // SIGTERM to the server itself (strace's child), then strace writes its table.
         let pids = Command::new("pgrep")
-            .args(["-P", &strace.id().to_string()])
+            .args(["-P", &server.pid().to_string()])
             .output()
             .unwrap();
         let pid = String::from_utf8_lossy(&pids.stdout)
@@ -89,15 +77,8 @@ fn counters_agree_with_strace_within_one_percent_on_a_keep_alive_run() {
             .status()
             .unwrap()
             .success());
-        let mut out = String::new();
-        strace
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        assert!(strace.wait().unwrap().success());
-        let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        let (status, json, _) = server.exited();
+        assert!(status.success());
         let ours = &json["workers"][0]["syscalls"];
         let theirs = strace_table(&std::fs::read_to_string(&table).unwrap());
         let _ = std::fs::remove_file(&table);

@@ -27,7 +27,20 @@ pub struct Launch<'a> {
 
 impl Server {
     pub fn start(launch: Launch) -> Server {
-        let mut cmd = Command::new(SERVER);
+        Server::start_through(&[], launch)
+    }
+
+    /// The server started through `wrapper` (`prlimit --nofile=…`, `strace -f -c -o FILE`),
+    /// which must exec it or run it as its child with the same stdout and stderr.
+    pub fn start_through(wrapper: &[&str], launch: Launch) -> Server {
+        let mut cmd = match wrapper.split_first() {
+            None => Command::new(SERVER),
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(SERVER);
+                c
+            }
+        };
         cmd.env("APP_PORT", "0")
             .env("APP_WORKERS", "1")
             .envs(launch.env.iter().copied())
@@ -36,7 +49,9 @@ impl Server {
         if let Some(errno) = launch.deny_io_uring {
             sandbox::deny_io_uring_in_child(&mut cmd, errno).unwrap();
         }
-        let mut child = cmd.spawn().expect("spawn server");
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {wrapper:?} {SERVER}: {e}"));
         let stdout = Some(BufReader::new(child.stdout.take().unwrap()));
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut first_line = String::new();
@@ -54,6 +69,16 @@ impl Server {
             stderr: Some(stderr),
             stdout,
         }
+    }
+
+    /// The pid of the process started (the wrapper's, when there is one).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// The server's stderr after its first line, for a test that follows it.
+    pub fn take_stderr(&mut self) -> BufReader<ChildStderr> {
+        self.stderr.take().expect("stderr not taken yet")
     }
 
     pub fn running(&mut self) -> bool {
@@ -112,11 +137,9 @@ impl Server {
             .read_to_string(&mut stdout)
             .unwrap();
         let mut rest = String::new();
-        self.stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut rest)
-            .unwrap();
+        if let Some(mut stderr) = self.stderr.take() {
+            stderr.read_to_string(&mut rest).unwrap();
+        }
         let status = child.wait().unwrap();
         let json = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
             panic!("stdout is not one JSON line ({e}): {stdout:?}; stderr: {rest}")
