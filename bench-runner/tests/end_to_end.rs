@@ -460,68 +460,84 @@ fn native_mode_skips_the_engine_default_and_denies_io_uring_in_the_child() {
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
 
-#[test]
-fn a_server_that_dies_is_reported_with_its_log_and_restarted_once() {
+/// A short run of rx and legacy under `relaxed` on `engine`; once slices are being written,
+/// `kill` (given the runner's pid) kills one server. The run must finish as a success; returns
+/// its summary and the record of the server that was restarted.
+fn run_and_kill_one_server(
+    engine: &str,
+    port: &str,
+    kill: impl FnOnce(u32),
+) -> (serde_json::Value, serde_json::Value) {
     let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let out = out_dir("restart");
+    let out = out_dir(&format!("restart-{engine}"));
     let mut child = Command::new(RUNNER)
         .args([
             "--engine",
-            "native",
+            engine,
             "--profiles",
             "relaxed",
             "--configs",
             "rx,legacy",
-            "--conns",
-            "64",
         ])
         .args([
+            "--conns",
+            "64",
             "--rounds",
             "12",
             "--slice",
             "300ms",
             "--slice-warmup",
             "100ms",
-            "--port",
-            "3981",
-            "--out",
         ])
+        .args(["--port", port, "--out"])
         .arg(&out)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Once slices are being written, kill the rx server (the runner's child on port 3981).
     wait_for_slices(&out, 2);
-    let pids = Command::new("pgrep")
-        .args(["-P", &child.id().to_string(), "server"])
-        .output()
-        .unwrap();
-    let pid = String::from_utf8_lossy(&pids.stdout)
-        .lines()
-        .next()
-        .map(str::to_string)
-        .expect("a server child");
-    assert!(Command::new("kill")
-        .args(["-KILL", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let status = child.wait().unwrap();
+    kill(child.id());
     assert!(
-        status.success(),
+        child.wait().unwrap().success(),
         "a dead server is a result, not a crashed run"
     );
     let summary = json(run_dir(&out).join("summary.json"));
-    let servers = summary["servers"].as_array().unwrap();
-    let killed = servers
+    std::fs::remove_dir_all(&out).ok();
+    let killed = summary["servers"]
+        .as_array()
+        .unwrap()
         .iter()
         .find(|s| s["starts"] == 2)
-        .unwrap_or_else(|| panic!("no server restarted: {servers:?}"));
+        .cloned()
+        .unwrap_or_else(|| panic!("no server restarted: {}", summary["servers"]));
     assert!(
         killed["events"][0].as_str().unwrap().contains("exited"),
         "{killed}"
     );
+    (summary, killed)
+}
+
+/// The first line `program args…` prints.
+fn first_output_line(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program).args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{program} {args:?} printed nothing"))
+}
+
+#[test]
+fn a_server_that_dies_is_reported_with_its_log_and_restarted_once() {
+    // SIGKILL to one of the runner's server children.
+    let (summary, killed) = run_and_kill_one_server("native", "3981", |runner| {
+        let pid = first_output_line("pgrep", &["-P", &runner.to_string(), "server"]);
+        assert!(Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .unwrap()
+            .success());
+    });
     // The run went on: the restarted server was measured after its restart.
     let key = &killed["key"];
     let r = row(
@@ -530,7 +546,6 @@ fn a_server_that_dies_is_reported_with_its_log_and_restarted_once() {
         key["config"].as_str().unwrap(),
     );
     assert!(r["rounds_ok"].as_u64().unwrap() >= 10, "{r}");
-    std::fs::remove_dir_all(&out).ok();
 }
 
 #[test]
@@ -542,67 +557,16 @@ fn a_docker_server_killed_mid_run_is_reported_and_restarted_once() {
     ) {
         return;
     }
-    let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let out = out_dir("docker-restart");
-    let mut child = Command::new(RUNNER)
-        .args([
-            "--engine",
-            "docker",
-            "--profiles",
-            "relaxed",
-            "--configs",
-            "rx,legacy",
-            "--conns",
-            "64",
-        ])
-        .args([
-            "--rounds",
-            "12",
-            "--slice",
-            "300ms",
-            "--slice-warmup",
-            "100ms",
-            "--port",
-            "3985",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_slices(&out, 2);
-    let ids = Command::new("docker")
-        .args(["ps", "-q", "--filter", "label=rxbench"])
-        .output()
-        .unwrap();
-    let id = String::from_utf8_lossy(&ids.stdout)
-        .lines()
-        .next()
-        .map(str::to_string)
-        .expect("a server container");
-    assert!(Command::new("docker")
-        .args(["kill", &id])
-        .output()
-        .unwrap()
-        .status
-        .success());
-    assert!(
-        child.wait().unwrap().success(),
-        "a dead server is a result, not a crashed run"
-    );
+    run_and_kill_one_server("docker", "3985", |_| {
+        let id = first_output_line("docker", &["ps", "-q", "--filter", "label=rxbench"]);
+        assert!(Command::new("docker")
+            .args(["kill", &id])
+            .output()
+            .unwrap()
+            .status
+            .success());
+    });
     assert_eq!(rxbench_containers(), 0, "containers left behind");
-    let summary = json(run_dir(&out).join("summary.json"));
-    let servers = summary["servers"].as_array().unwrap();
-    let killed = servers
-        .iter()
-        .find(|s| s["starts"] == 2)
-        .unwrap_or_else(|| panic!("no server restarted: {servers:?}"));
-    assert!(
-        killed["events"][0].as_str().unwrap().contains("exited"),
-        "{killed}"
-    );
-    std::fs::remove_dir_all(&out).ok();
 }
 
 #[test]
