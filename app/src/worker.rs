@@ -7,7 +7,7 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use reactor::{Conn, Event, ListenerId, Reactor, Recv, SyscallCounts};
+use reactor::{Conn, Event, Reactor, Recv, SyscallCounts};
 
 use crate::http::{self, After, Limits};
 
@@ -96,8 +96,8 @@ impl DateCache {
 pub struct Worker {
     reactor: Reactor,
     settings: Settings,
-    /// Accepting paused (out of resources) until then, on this listener.
-    accept_paused: Option<(ListenerId, Instant)>,
+    /// Accepting paused (out of resources) until then.
+    accept_paused_until: Option<Instant>,
     /// Since the first accept that found no descriptor, until one succeeds again.
     accept_starved_since: Option<Instant>,
     sessions: Vec<Option<Session>>,
@@ -111,7 +111,7 @@ impl Worker {
         Worker {
             reactor,
             settings,
-            accept_paused: None,
+            accept_paused_until: None,
             accept_starved_since: None,
             sessions: Vec::new(),
             live: 0,
@@ -143,10 +143,9 @@ impl Worker {
         let mut stopping_since: Option<Instant> = None;
         loop {
             let now = Instant::now();
-            let wake = match self.accept_paused {
-                Some((_, until)) => next_sweep.min(until),
-                None => next_sweep,
-            };
+            let wake = self
+                .accept_paused_until
+                .map_or(next_sweep, |until| next_sweep.min(until));
             let timeout = wake.saturating_duration_since(now);
             self.reactor
                 .poll(&mut events, Some(timeout))
@@ -162,14 +161,12 @@ impl Worker {
                 // The asker may have gone (it waits a bounded time): nothing to do then.
                 let _ = snapshots.send((index, self.stats_now()));
             }
-            if let Some((paused, until)) = self.accept_paused {
-                if now >= until && stopping_since.is_none() {
-                    self.accept_paused = None;
-                    self.reactor.resume_accept(paused);
-                }
+            if self.accept_paused_until.is_some_and(|until| now >= until) {
+                self.accept_paused_until = None;
+                self.reactor.resume_accept(listener);
             }
             if stopping_since.is_none() && control.stop.load(Ordering::Relaxed) {
-                self.accept_paused = None;
+                self.accept_paused_until = None;
                 self.reactor.unlisten(listener);
                 stopping_since = Some(now);
                 self.drain_idle();
@@ -248,7 +245,7 @@ impl Worker {
                     self.arm(conn, input);
                 }
             }
-            Event::AcceptFailed { listener, error } if error.is_out_of_resources() => {
+            Event::AcceptFailed { error, .. } if error.is_out_of_resources() => {
                 // One line when it starts and one when it ends, not one per retry.
                 if self.accept_starved_since.is_none() {
                     eprintln!(
@@ -259,7 +256,7 @@ impl Worker {
                     );
                     self.accept_starved_since = Some(now);
                 }
-                self.accept_paused = Some((listener, now + ACCEPT_BACKOFF));
+                self.accept_paused_until = Some(now + ACCEPT_BACKOFF);
             }
             Event::AcceptFailed { error, .. } => {
                 eprintln!("server: accept failed: {error}");

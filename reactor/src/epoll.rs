@@ -132,14 +132,18 @@ impl Epoll {
     }
 
     pub fn resume_accept(&mut self, id: ListenerId) {
-        let Some(Some(listener)) = self.listeners.get(id.0 as usize) else {
+        self.watch_listener(id.0, IN);
+    }
+
+    /// Re-registers listener `index` for `events` (0: muted, still in the set).
+    fn watch_listener(&mut self, index: u32, events: u32) {
+        let Some(Some(listener)) = self.listeners.get(index as usize) else {
             return;
         };
-        let t = token(KIND_LISTENER, id.0, 0);
-        let fd = listener.as_raw_fd();
+        let (fd, t) = (listener.as_raw_fd(), token(KIND_LISTENER, index, 0));
         let _ = self
             .sys
-            .epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, IN, t);
+            .epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_MOD, fd, events, t);
     }
 
     pub fn register(&mut self, fd: OwnedFd) -> Conn {
@@ -307,14 +311,7 @@ impl Epoll {
                     if error.is_out_of_resources() {
                         // Level-triggered, the backlog would wake every wait: mute the
                         // listener until resume_accept.
-                        let t = token(KIND_LISTENER, index, 0);
-                        let _ = self.sys.epoll_ctl(
-                            self.epfd.as_raw_fd(),
-                            libc::EPOLL_CTL_MOD,
-                            lfd,
-                            0,
-                            t,
-                        );
+                        self.watch_listener(index, 0);
                     }
                     self.pending.push(Event::AcceptFailed {
                         listener: ListenerId(index),
