@@ -250,7 +250,6 @@ pub async fn run(args: RunArgs) -> Result<()> {
             abort: abort.clone(),
         },
         load_cpus,
-        abort: abort.clone(),
         dir: dir.clone(),
         t0: Instant::now(),
     };
@@ -371,7 +370,6 @@ struct Run<'a> {
     servers: Vec<Option<Server>>,
     driver: DriverSetup,
     load_cpus: Vec<usize>,
-    abort: Arc<AtomicBool>,
     dir: PathBuf,
     t0: Instant,
 }
@@ -411,7 +409,7 @@ impl Run<'_> {
             let round_start = Instant::now();
             let mut failed = 0;
             for (position, cell) in self.plan.round_order(round).into_iter().enumerate() {
-                if self.abort.load(Ordering::Relaxed) {
+                if self.driver.abort.load(Ordering::Relaxed) {
                     return Ok(());
                 }
                 let slice = self.slice(round, position as u32, cell, raw).await;
@@ -556,7 +554,7 @@ impl Run<'_> {
             }
             Err(e) => slice.error = Some(format!("{e:#}")),
         }
-        if self.abort.load(Ordering::Relaxed) && slice.error.is_none() {
+        if self.driver.abort.load(Ordering::Relaxed) && slice.error.is_none() {
             slice.error = Some("interrupted".into());
         }
         if !engine.alive(server) {
