@@ -4,7 +4,8 @@
 //! Strict where a lenient reader would disagree with another about where the body ends (the
 //! root of request smuggling): every line ends in CRLF — a bare LF, or a CR not followed by LF,
 //! anywhere in a size line, an extension or a trailer is malformed — and control bytes other
-//! than HTAB are refused in extensions and trailers (RFC 9112 §7.1.1, RFC 9110 §5.5). Sizes are
+//! than HTAB are refused in extensions and trailers (RFC 9112 §7.1.1, RFC 9110 §5.5); after a
+//! size only the CR or whitespace and `;` may follow, and a trailer line is `token ":" value`. Sizes are
 //! limited by value (the body limit), not by how many digits spell them.
 
 #[derive(Debug, PartialEq, Eq)]
@@ -17,6 +18,9 @@ pub enum ChunkError {
 enum State {
     /// Hex digits of a chunk size; `digits` counts them.
     Size,
+    /// Whitespace after the size (BWS): only more of it or the `;` of an extension may follow
+    /// (`chunk-ext = *( BWS ";" … )`: whitespace alone before the CR is no extension).
+    SizeBws,
     /// Chunk extension, ignored up to its CR (HTAB and visible bytes only).
     Extension,
     SizeLf,
@@ -25,7 +29,9 @@ enum State {
     DataLf,
     /// Start of a trailer line, or of the final empty line.
     TrailerStart,
-    TrailerLine,
+    /// A trailer field's name (a token) up to its colon.
+    TrailerName,
+    TrailerValue,
     TrailerLf,
     FinalLf,
     Done,
@@ -71,8 +77,14 @@ impl Chunked {
                         State::Size
                     }
                     _ if self.digits == 0 => return Err(ChunkError::Malformed),
-                    b';' | b' ' | b'\t' => State::Extension,
+                    b';' => State::Extension,
+                    b' ' | b'\t' => State::SizeBws,
                     b'\r' => State::SizeLf,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::SizeBws => match b {
+                    b' ' | b'\t' => State::SizeBws,
+                    b';' => State::Extension,
                     _ => return Err(ChunkError::Malformed),
                 },
                 State::Extension => match b {
@@ -114,12 +126,17 @@ impl Chunked {
                 State::TrailerStart => match b {
                     b'\r' => State::FinalLf,
                     // A trailer field line starts with a name: no folding, no control bytes.
-                    b'!'..=b'~' => State::TrailerLine,
+                    _ if tchar(b) => State::TrailerName,
                     _ => return Err(ChunkError::Malformed),
                 },
-                State::TrailerLine => match b {
+                State::TrailerName => match b {
+                    b':' => State::TrailerValue,
+                    _ if tchar(b) => State::TrailerName,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::TrailerValue => match b {
                     b'\r' => State::TrailerLf,
-                    b'\t' | b' '..=b'~' | 0x80..=0xff => State::TrailerLine,
+                    b'\t' | b' '..=b'~' | 0x80..=0xff => State::TrailerValue,
                     _ => return Err(ChunkError::Malformed),
                 },
                 State::TrailerLf => match b {
@@ -139,6 +156,11 @@ impl Chunked {
         }
         Ok((i, false))
     }
+}
+
+/// RFC 9110 §5.6.2: the bytes of a token (a field name).
+fn tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 #[cfg(test)]
@@ -219,6 +241,10 @@ mod tests {
             b"0\r\n X-T: folded\r\n\r\n",           // obsolete line folding
             b"0\r\n\n",                             // bare LF as the final line
             b"0\r\nX-T: 1\r\r\n\r\n",               // CR not followed by LF
+            b"3 x\r\nabc\r\n0\r\n\r\n",             // BWS after a size, then not ';'
+            b"3\t\r\nabc\r\n0\r\n\r\n",             // BWS after a size, then the CR
+            b"0\r\nno-colon\r\n\r\n",               // a trailer line that is no field
+            b"0\r\nX T: 1\r\n\r\n",                 // a space inside a trailer name
         ] {
             assert_eq!(
                 skip_all(bad, 1),

@@ -7,6 +7,8 @@
 
 mod chunked;
 mod config;
+#[cfg(any(test, fuzzing))]
+mod framing_reference;
 mod healthcheck;
 mod http;
 mod worker;
@@ -41,7 +43,7 @@ Configuration is read from the environment; see docs/runtime-config.md:
   APP_PORT (3000), APP_WORKERS (CPUs in the affinity mask), APP_PIN (0),
   APP_BACKEND (auto|io_uring|epoll), APP_EPOLL_MODE (rx|oneshot|legacy),
   APP_HEADER_TIMEOUT (10 s), APP_KEEPALIVE_TIMEOUT (15 s), APP_SEND_TIMEOUT (30 s),
-  APP_MAX_BODY (1048576 bytes).";
+  APP_MAX_BODY (1048576 bytes), APP_RECV_BUFFER (2048 bytes).";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -185,6 +187,7 @@ fn serve() -> Result<(), String> {
             header_timeout: config.header_timeout,
             keepalive_timeout: config.keepalive_timeout,
             send_timeout: config.send_timeout,
+            recv_buffer: config.recv_buffer,
             limits: http::Limits {
                 max_body: config.max_body,
             },

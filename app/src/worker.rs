@@ -11,9 +11,6 @@ use reactor::{Conn, Event, Reactor, Recv, SyscallCounts};
 
 use crate::http::{self, After, Limits};
 
-/// Receive buffer size, and the least free room an armed receive gets.
-const RECV_BUF: usize = 4096;
-const MIN_ROOM: usize = 1024;
 /// Stop reading from a client that sends requests faster than it reads responses.
 const MAX_PENDING_OUT: usize = 1 << 20;
 /// How long a closing connection is drained before it is closed (lingering close).
@@ -30,6 +27,9 @@ pub struct Settings {
     /// A send not complete after this long is given up and the connection closed: a client
     /// that stops reading cannot pin its connection (and its queued responses) forever.
     pub send_timeout: Duration,
+    /// Bytes a connection's receive buffer starts with; it grows for a longer request. An
+    /// idle keep-alive connection keeps its buffer armed, so this is most of what it costs.
+    pub recv_buffer: usize,
     pub limits: Limits,
 }
 
@@ -291,11 +291,11 @@ impl Worker {
         });
         self.live += 1;
         self.stats.connections += 1;
-        self.arm(conn, Vec::with_capacity(RECV_BUF));
+        self.arm(conn, Vec::with_capacity(self.settings.recv_buffer));
     }
 
     fn on_data(&mut self, conn: Conn, now: Instant) {
-        let limits = self.settings.limits;
+        let (limits, recv_buffer) = (self.settings.limits, self.settings.recv_buffer);
         let date = &self.date.value;
         let Some(s) = self.sessions[conn.index()].as_mut() else {
             return;
@@ -317,8 +317,9 @@ impl Worker {
         if closing || backlog {
             s.input = Some(input); // armed again after the send (lingering or backlog)
         } else {
-            if input.capacity() - input.len() < MIN_ROOM {
-                input.reserve(RECV_BUF);
+            // The least free room an armed receive gets: a quarter of the buffer.
+            if input.capacity() - input.len() < recv_buffer / 4 {
+                input.reserve(recv_buffer);
             }
             self.arm(conn, input);
         }
@@ -360,7 +361,7 @@ impl Worker {
         if let Some(mut buf) = input {
             buf.clear();
             if buf.capacity() == 0 {
-                buf.reserve(RECV_BUF);
+                buf.reserve(self.settings.recv_buffer);
             }
             self.arm(conn, buf);
         }

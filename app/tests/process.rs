@@ -328,16 +328,24 @@ fn workers_default_to_the_affinity_mask_and_share_one_port() {
     if Command::new("taskset").arg("-V").output().is_err() {
         panic!("taskset (util-linux) is needed to restrict the affinity mask");
     }
-    let out = Command::new("sh")
-        .args([
-            "-c",
-            &format!("APP_PORT=0 timeout -s TERM 1 taskset -c 0 {SERVER}"),
-        ])
+    // Signalled once it has said it listens (a fixed delay loses the race on a loaded machine).
+    let mut child = Command::new("taskset")
+        .args(["-c", "0", SERVER])
+        .env("APP_PORT", "0")
         .env_remove("APP_WORKERS")
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(" workers=1 "), "{err}");
+    let mut first = String::new();
+    // Kept open until the child exits: its later log lines must not hit a closed pipe.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    std::io::BufRead::read_line(&mut stderr, &mut first).unwrap();
+    assert!(first.contains(" workers=1 "), "{first}");
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    drop(stderr);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["workers"].as_array().unwrap().len(), 1);
 
@@ -389,8 +397,9 @@ fn healthcheck_exits_0_on_2xx_and_1_otherwise() {
         .args(["--healthcheck", &miss])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("404"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("404"), "{err}");
     let port = server.port.to_string();
     let default_url = Command::new(SERVER)
         .arg("--healthcheck")

@@ -894,3 +894,68 @@ fn docker_bridge_network_aims_at_each_container_and_cleans_up() {
     assert!(nets.stdout.is_empty(), "the run's network was not removed");
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
+
+fn rxbench_networks() -> usize {
+    let out = Command::new("docker")
+        .args(["network", "ls", "-q", "--filter", "label=rxbench"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// A server build that fails (here: a `cargo` that cannot compile) stops the run before
+/// anything starts, with a message naming what failed; no container, network or run folder is
+/// left. The engine-side failure (a Dockerfile the engine refuses) is the unit test
+/// `engine::build::tests::an_image_build_that_fails_…`.
+#[test]
+fn a_build_that_fails_is_named_and_leaves_nothing() {
+    if !available_or_skip(
+        docker_reachable(),
+        "a_build_that_fails_is_named_and_leaves_nothing",
+        "no Docker engine answers",
+    ) {
+        return;
+    }
+    let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("build-failure");
+    let fake = std::env::temp_dir().join(format!("rxbench-failing-cargo-{}", std::process::id()));
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'error: could not compile `server` (bin \"server\")' >&2\nexit 101\n",
+    )
+    .unwrap();
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&fake, executable).unwrap();
+    let result = Command::new(RUNNER)
+        .env("CARGO", &fake)
+        .args([
+            "--engine",
+            "docker",
+            "--network",
+            "bridge",
+            "--quick",
+            "--conns",
+            "64",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&fake).ok();
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("could not compile `server`"),
+        "cargo's own reason: {err}"
+    );
+    assert!(err.contains("building server failed"), "{err}");
+    assert_eq!(rxbench_containers(), 0, "a container was left");
+    assert_eq!(rxbench_networks(), 0, "a network was left");
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "nothing measured, nothing written: {left:?}"
+    );
+}

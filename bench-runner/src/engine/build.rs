@@ -144,3 +144,62 @@ pub fn rxload_with_goose(root: &Path) -> Result<PathBuf> {
 pub fn native_server(root: &Path) -> Result<PathBuf> {
     cargo_build(root, "target/native", false, &["-p", "server"], "server")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many containers the engine holds, stopped ones included.
+    async fn containers(docker: &Docker) -> usize {
+        let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
+            .all(true)
+            .build();
+        docker.list_containers(Some(options)).await.unwrap().len()
+    }
+
+    /// A build the engine refuses (a `RUN` in a `FROM scratch` image has no shell) is an error
+    /// naming the image and the engine's reason, and leaves no build container behind.
+    #[tokio::test]
+    async fn an_image_build_that_fails_names_the_image_and_the_cause_and_leaves_nothing() {
+        let Ok(engine) = crate::engine::docker::connect().await else {
+            assert!(
+                std::env::var_os("RXBENCH_REQUIRE_DOCKER").is_none(),
+                "RXBENCH_REQUIRE_DOCKER is set but no engine answers"
+            );
+            let line = "SKIPPED an_image_build_that_fails…: no Docker engine answers\n";
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            return;
+        };
+        let docker = &engine.docker;
+        let binary =
+            std::env::temp_dir().join(format!("rxbench-build-test-{}", std::process::id()));
+        std::fs::write(&binary, b"not a program").unwrap();
+        let before = containers(docker).await;
+        let tag = "rxbench-build-failure-test:latest";
+        let err = build_image(
+            docker,
+            tag,
+            "FROM scratch\nCOPY server /server\nRUN /server --never-runs\n",
+            "server",
+            &binary,
+        )
+        .await
+        .unwrap_err();
+        std::fs::remove_file(&binary).ok();
+        let msg = format!("{err:#}");
+        assert!(msg.starts_with(&format!("building image {tag}: ")), "{msg}");
+        assert!(
+            msg.len() > format!("building image {tag}: ").len() + 10,
+            "{msg}"
+        );
+        assert_eq!(
+            containers(docker).await,
+            before,
+            "a build container was left"
+        );
+        assert!(
+            docker.inspect_image(tag).await.is_err(),
+            "a failed build must not leave its tag"
+        );
+    }
+}
