@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::model::{Profile, ServerConfig};
+use crate::model::{ForeignServer, Launch, Profile, ServerConfig};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -52,6 +52,99 @@ pub enum Cmd {
     /// Build the images offline: rxbench-server, rxbench-runner (compose.yaml) and
     /// rxbench-rxload (deploy/k8s)
     BuildImages,
+    /// This project's server (io_uring, epoll rx, epoll legacy) beside nginx, HAProxy, the
+    /// hyper, actix-web and may-minihttp hello-worlds (peers/) and the floor, natively, one
+    /// worker each on the same CPU, with the same driver, slices and intervals; results to
+    /// OUT/peers-<UTC timestamp>/ (OUT/peers-latest points to it)
+    Peers(PeersArgs),
+}
+
+/// The peers `bench-runner peers` can run (all by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum Peer {
+    /// Edge-triggered epoll, one recv and one send a request, no parsing (peers/floor)
+    Floor,
+    /// Debian's nginx, one worker, `return 200` (peers/nginx.conf)
+    Nginx,
+    /// Debian's HAProxy, one thread, `http-request return` (peers/haproxy.cfg)
+    Haproxy,
+    /// hyper 1 on a current-thread tokio runtime (peers/hyper)
+    Hyper,
+    /// actix-web 4, one worker (peers/actix)
+    Actix,
+    /// may_minihttp, one may worker (peers/may-minihttp)
+    MayMinihttp,
+}
+
+impl Peer {
+    pub const ALL: [Peer; 6] = [
+        Peer::Floor,
+        Peer::Nginx,
+        Peer::Haproxy,
+        Peer::Hyper,
+        Peer::Actix,
+        Peer::MayMinihttp,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Floor => "floor",
+            Peer::Nginx => "nginx",
+            Peer::Haproxy => "haproxy",
+            Peer::Hyper => "hyper",
+            Peer::Actix => "actix",
+            Peer::MayMinihttp => "may-minihttp",
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PeersArgs {
+    /// Which peers
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "floor,nginx,haproxy,hyper,actix,may-minihttp"
+    )]
+    pub only: Vec<Peer>,
+    /// Slices per cell [default: 24; --quick: 5]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub rounds: Option<u32>,
+    /// Measured time per slice [default: 1s; --quick: 300ms]
+    #[arg(long, value_parser = duration)]
+    pub slice: Option<Duration>,
+    /// Load before each slice's measured window [default: 300ms; --quick: 200ms]
+    #[arg(long, value_parser = duration_or_zero)]
+    pub slice_warmup: Option<Duration>,
+    /// Connection levels
+    #[arg(long, value_delimiter = ',', default_value = "64,256,512", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub conns: Vec<u32>,
+    /// Routes (the floor answers every request with an empty 200, so it is left out of any
+    /// route but GET:/)
+    #[arg(long, default_value = "GET:/", value_parser = routes)]
+    pub routes: RouteList,
+    /// A smoke run: 5 rounds of 200 ms + 300 ms slices
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the plan and its ETA, run nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seed of the slice order
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// CPUs for the servers. Default: the first half
+    #[arg(long, value_delimiter = ',')]
+    pub server_cpus: Option<Vec<usize>>,
+    /// CPUs for the load generator. Default: the second half
+    #[arg(long, value_delimiter = ',')]
+    pub load_cpus: Option<Vec<usize>>,
+    /// First server port (server i listens on PORT+i)
+    #[arg(long, default_value_t = 3100)]
+    pub port: u16,
+    /// Results directory
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -80,6 +173,17 @@ impl DriverChoice {
             DriverChoice::Goose => "goose",
         }
     }
+}
+
+/// Which servers get one extra slice under `strace -c -f` after the rounds (their syscall
+/// profile; never part of the figures: strace slows a server down).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StraceSlices {
+    Off,
+    /// Foreign servers (`--server`), which have no counters of their own
+    Foreign,
+    /// Every server (this project's too: a cross-check of its counters)
+    All,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -143,6 +247,18 @@ pub struct RunArgs {
         default_value = "legacy,rx,oneshot,io_uring,io_uring-control"
     )]
     pub configs: Vec<ServerConfig>,
+    /// A foreign server, measured beside this project's under every selected profile and
+    /// compared with each of its configurations (repeatable). cmd: runs natively as
+    /// `sh -c 'exec COMMAND'` ({port} in it and $PORT give it its port; it must stay one
+    /// foreground process); image: runs under Docker with $PORT (on --network bridge every
+    /// server gets port --port in its own namespace). Trailing ,ENV=VALUE pairs are its
+    /// environment. It has no counters: its CPU and latency are measured from outside
+    #[arg(long = "server", value_name = "NAME=cmd:COMMAND|image:IMAGE[,ENV=VALUE]", value_parser = foreign_server)]
+    pub servers: Vec<ForeignServer>,
+    /// Syscall profiles: one extra slice per server under `strace -c -f` after the rounds,
+    /// at the first connection level and route (native servers; needs strace)
+    #[arg(long, value_enum, default_value_t = StraceSlices::Foreign)]
+    pub strace: StraceSlices,
     /// A smoke run: 5 rounds of 200 ms + 300 ms slices (explicit --rounds/--slice win)
     #[arg(long)]
     pub quick: bool,
@@ -183,6 +299,10 @@ pub struct RunArgs {
     /// it (the runner's own container has no Rust toolchain)
     #[arg(long)]
     pub no_build: bool,
+    /// What the run is called in its folder's name (`peers` → OUT/peers-<timestamp>,
+    /// OUT/peers-latest); the plain matrix has none.
+    #[arg(skip)]
+    pub label: Option<String>,
 }
 
 impl RunArgs {
@@ -223,6 +343,67 @@ fn routes(s: &str) -> Result<RouteList, String> {
             .map(|r| format!("{}:{}", r.method, r.path))
             .collect(),
     ))
+}
+
+/// `NAME=cmd:COMMAND[,ENV=VALUE…]` or `NAME=image:IMAGE[,ENV=VALUE…]`. The environment pairs
+/// are the trailing comma-separated pieces that look like `NAME=VALUE` with an upper-case
+/// name, so a command may itself hold commas.
+pub fn foreign_server(s: &str) -> Result<ForeignServer, String> {
+    let (name, rest) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': expected NAME=cmd:COMMAND or NAME=image:IMAGE"))?;
+    let name_ok = !name.is_empty()
+        && name.len() <= 32
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+    if !name_ok {
+        return Err(format!(
+            "'{name}': a server name is 1–32 of a-z, 0-9, '.', '_', '-', starting with a letter or digit"
+        ));
+    }
+    if ServerConfig::from_str(name, true).is_ok() {
+        return Err(format!(
+            "'{name}' is one of this project's configurations (--configs); name the server otherwise"
+        ));
+    }
+    let mut pieces: Vec<&str> = rest.split(',').collect();
+    let is_env = |p: &str| {
+        p.split_once('=').is_some_and(|(k, _)| {
+            !k.is_empty()
+                && k.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
+                && k.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+    };
+    let mut env = Vec::new();
+    while pieces.len() > 1 && is_env(pieces[pieces.len() - 1]) {
+        let (k, v) = pieces
+            .pop()
+            .expect("checked")
+            .split_once('=')
+            .expect("checked");
+        env.insert(0, (k.to_string(), v.to_string()));
+    }
+    let target = pieces.join(",");
+    let launch = if let Some(cmd) = target.strip_prefix("cmd:") {
+        Launch::Cmd(cmd.trim().to_string())
+    } else if let Some(image) = target.strip_prefix("image:") {
+        Launch::Image(image.trim().to_string())
+    } else {
+        return Err(format!(
+            "'{target}': say how to start {name}: cmd:COMMAND (native) or image:IMAGE (Docker)"
+        ));
+    };
+    if matches!(&launch, Launch::Cmd(c) | Launch::Image(c) if c.is_empty()) {
+        return Err(format!("{name}: the command or image is empty"));
+    }
+    Ok(ForeignServer {
+        name: name.to_string(),
+        launch,
+        env,
+    })
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -281,6 +462,38 @@ mod tests {
     }
 
     #[test]
+    fn foreign_servers_parse_with_their_environment() {
+        let a = parse(&[
+            "--server",
+            "nginx=cmd:nginx -c /x.conf -g 'daemon off;',WORKERS=1,RUST_LOG=off",
+            "--server",
+            "web=image:example/web:1.2",
+            "--server",
+            "tricky=cmd:echo a,b,not-env=1",
+        ])
+        .unwrap();
+        assert_eq!(a.servers.len(), 3);
+        assert_eq!(a.servers[0].name, "nginx");
+        assert_eq!(
+            a.servers[0].launch,
+            Launch::Cmd("nginx -c /x.conf -g 'daemon off;'".into())
+        );
+        assert_eq!(
+            a.servers[0].env,
+            [
+                ("WORKERS".into(), "1".into()),
+                ("RUST_LOG".into(), "off".into())
+            ]
+        );
+        assert_eq!(a.servers[1].launch, Launch::Image("example/web:1.2".into()));
+        assert!(a.servers[1].env.is_empty());
+        assert_eq!(
+            a.servers[2].launch,
+            Launch::Cmd("echo a,b,not-env=1".into())
+        );
+    }
+
+    #[test]
     fn bad_values_are_refused_by_name() {
         for (args, needle) in [
             (vec!["--profiles", "strict"], "strict"),
@@ -290,6 +503,14 @@ mod tests {
             (vec!["--slice", "10ms"], "shorter than 100 ms"),
             (vec!["--conns", "0"], "0"),
             (vec!["--routes", "nonsense"], "nonsense"),
+            (vec!["--server", "nginx"], "expected NAME=cmd:COMMAND"),
+            (vec!["--server", "Nginx=cmd:nginx"], "a server name is"),
+            (
+                vec!["--server", "rx=cmd:x"],
+                "one of this project's configurations",
+            ),
+            (vec!["--server", "n=nginx -g x"], "say how to start n"),
+            (vec!["--server", "n=cmd:"], "empty"),
         ] {
             let e = parse(&args).unwrap_err().to_string();
             assert!(e.contains(needle), "{args:?}: {e}");

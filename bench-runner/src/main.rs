@@ -11,6 +11,7 @@ mod engine;
 mod export;
 mod measure;
 mod model;
+mod peers;
 mod plan;
 mod render;
 mod stats;
@@ -76,6 +77,9 @@ fn main() {
             );
             Ok(())
         }),
+        Some(Cmd::Peers(args)) => {
+            peers::run_args(&args, &repo_root()).and_then(|run| runtime.block_on(measure::run(run)))
+        }
         None => runtime.block_on(measure::run(cli.run)),
     };
     if let Err(e) = result {

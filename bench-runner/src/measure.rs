@@ -10,9 +10,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{DriverChoice, EngineChoice, Network, RunArgs};
+use crate::cli::{DriverChoice, EngineChoice, Network, RunArgs, StraceSlices};
 use crate::engine::{build, docker, native, Engine, Server, ServerSpec};
-use crate::model::{Machine, Profile, Raw, ServerKey, ServerRecord, Settings, Slice, SCHEMA};
+use crate::model::{
+    Launch, Machine, Profile, Raw, ServerKey, ServerRecord, Settings, Slice, StraceProfile,
+    Subject, SCHEMA,
+};
 use crate::plan::Plan;
 use crate::{cpus, render};
 
@@ -42,12 +45,36 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
     if native && a.network == Network::Bridge {
         bail!("--network bridge needs a Docker engine (native mode has no networks)");
     }
-    let mut configs = a.configs.clone();
-    configs.dedup();
+    let mut names = std::collections::BTreeSet::new();
+    for f in &a.servers {
+        if !names.insert(f.name.as_str()) {
+            bail!("--server {}: two servers of that name", f.name);
+        }
+        match (&f.launch, native) {
+            (Launch::Image(image), true) => bail!(
+                "--server {}=image:{image} needs a Docker engine; natively give cmd:COMMAND",
+                f.name
+            ),
+            (Launch::Cmd(_), false) => bail!(
+                "--server {}=cmd:…: commands run natively (--engine native); under Docker give image:IMAGE",
+                f.name
+            ),
+            _ => {}
+        }
+    }
+    let mut subjects: Vec<Subject> = a.configs.iter().map(|&c| Subject::Own(c)).collect();
+    subjects.extend(
+        a.servers
+            .iter()
+            .map(|f| Subject::Foreign(f.name.as_str().into())),
+    );
     let mut servers = Vec::new();
     for &profile in &profiles {
-        for &config in &configs {
-            let key = ServerKey { profile, config };
+        for config in &subjects {
+            let key = ServerKey {
+                profile,
+                config: config.clone(),
+            };
             if !servers.contains(&key) {
                 servers.push(key);
             }
@@ -165,8 +192,13 @@ pub async fn run(args: RunArgs) -> Result<()> {
         .servers
         .iter()
         .enumerate()
-        .map(|(i, &key)| ServerSpec {
-            key,
+        .map(|(i, key)| ServerSpec {
+            key: key.clone(),
+            foreign: args
+                .servers
+                .iter()
+                .find(|f| f.name == key.config.name() && key.config.own().is_none())
+                .cloned(),
             name: format!(
                 "rxbench-{}-{}-{}",
                 key.profile.name(),
@@ -184,7 +216,11 @@ pub async fn run(args: RunArgs) -> Result<()> {
         .collect();
 
     let started = crate::utc_stamp();
-    let dir = args.out.join(&started);
+    let (folder, latest) = match &args.label {
+        Some(label) => (format!("{label}-{started}"), format!("{label}-latest")),
+        None => (started.clone(), "latest".to_string()),
+    };
+    let dir = args.out.join(&folder);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut raw = Raw {
         schema: SCHEMA,
@@ -205,15 +241,17 @@ pub async fn run(args: RunArgs) -> Result<()> {
             network: args.network.name().into(),
             target_host: args.target_host.clone(),
         },
+        foreign: args.servers.clone(),
         servers: specs
             .iter()
             .map(|s| ServerRecord {
-                key: s.key,
+                key: s.key.clone(),
                 port: s.port,
                 startup: None,
                 starts: 0,
                 events: vec![],
                 final_counters: None,
+                strace: None,
             })
             .collect(),
         slices: vec![],
@@ -270,7 +308,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     raw.complete = outcome.is_ok() && !abort.load(Ordering::Relaxed);
     write_raw(&dir, &raw)?;
     let summary = render::write_all(&dir, &raw)?;
-    point_latest_at(&args.out, &started);
+    point_latest_at(&args.out, &latest, &folder);
     outcome?;
     if abort.load(Ordering::Relaxed) {
         bail!(
@@ -291,9 +329,9 @@ pub async fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// `OUT/latest` -> the run's folder; anything there that is not a symlink is left alone.
-fn point_latest_at(out: &Path, run: &str) {
-    let latest = out.join("latest");
+/// `OUT/<link>` -> the run's folder; anything there that is not a symlink is left alone.
+fn point_latest_at(out: &Path, link: &str, run: &str) {
+    let latest = out.join(link);
     if let Ok(m) = std::fs::symlink_metadata(&latest) {
         if !m.file_type().is_symlink() {
             eprintln!(
@@ -437,6 +475,113 @@ impl Run<'_> {
             }
         }
         bar.finish_and_clear();
+        self.strace_slices(raw).await;
+        write_raw(&self.dir, raw)?;
+        Ok(())
+    }
+
+    /// After the rounds: one extra slice for each chosen server under `strace -c -f`, at the
+    /// first connection level and route, with no warm-up so that strace's count and the
+    /// driver's requests cover the same load; strace's own table is kept beside raw.json.
+    async fn strace_slices(&mut self, raw: &mut Raw) {
+        let which = self.args.strace;
+        let (conns, route) = (self.plan.conns[0], self.plan.routes[0].clone());
+        for i in 0..self.specs.len() {
+            let chosen = match which {
+                StraceSlices::Off => false,
+                StraceSlices::Foreign => self.specs[i].foreign.is_some(),
+                StraceSlices::All => true,
+            };
+            if !chosen || self.driver.abort.load(Ordering::Relaxed) {
+                continue;
+            }
+            eprintln!(
+                "bench-runner: {}: one slice under strace -c -f (its syscall profile)…",
+                self.specs[i].key
+            );
+            let mut profile = StraceProfile {
+                conns,
+                route: route.clone(),
+                ..Default::default()
+            };
+            if let Err(e) = self.strace_slice(i, &mut profile).await {
+                eprintln!(
+                    "bench-runner: {}: no strace profile: {e:#}",
+                    self.specs[i].key
+                );
+                profile.error = Some(format!("{e:#}"));
+            }
+            raw.servers[i].strace = Some(profile);
+        }
+    }
+
+    async fn strace_slice(&mut self, i: usize, profile: &mut StraceProfile) -> Result<()> {
+        let spec = &self.specs[i];
+        let engine = self.engine;
+        let server = self.servers[i]
+            .as_mut()
+            .context("the server is not running")?;
+        let pid = engine
+            .pid(server)
+            .context("its process is not visible from here (a container)")?;
+        let file = self.dir.join(format!(
+            "strace-{}-{}.txt",
+            spec.key.profile.name(),
+            spec.key.config.name()
+        ));
+        let mut strace = tokio::process::Command::new("strace")
+            .args(["-c", "-f", "-o"])
+            .arg(&file)
+            .args(["-p", &pid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("running strace (apt-get install strace)")?;
+        // strace says "Process N attached" once per thread; give it a moment, then make sure it
+        // did not give up (ptrace not allowed, say).
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Some(status) = strace.try_wait()? {
+            let out = strace.wait_with_output().await?;
+            bail!(
+                "strace exited ({status}): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let host = engine
+            .address(server, spec.network.as_deref(), &self.args.target_host)
+            .await?;
+        let (method, path) = profile.route.split_once(':').unwrap_or(("GET", "/"));
+        let url = format!("http://{host}:{}{path}", spec.port);
+        let load = Load {
+            url: &url,
+            method,
+            conns: profile.conns,
+        };
+        let setup = DriverSetup {
+            warmup: Duration::ZERO,
+            ..self.driver.clone()
+        };
+        let window = drive(engine, server, &setup, &load).await;
+        if let Some(id) = strace.id() {
+            // SAFETY: kill(2) on our own child, not yet reaped (we hold its handle).
+            unsafe { libc::kill(id as i32, libc::SIGINT) };
+        }
+        let out = tokio::time::timeout(Duration::from_secs(10), strace.wait_with_output())
+            .await
+            .context("strace did not detach within 10 s")??;
+        let window = window?;
+        let table = std::fs::read_to_string(&file).with_context(|| {
+            format!(
+                "strace wrote no table ({})",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })?;
+        profile.requests = window.report.requests;
+        profile.calls = StraceProfile::parse_calls(&table);
+        if profile.calls.is_empty() {
+            bail!("strace's table has no rows: {}", table.trim());
+        }
         Ok(())
     }
 
@@ -448,7 +593,11 @@ impl Run<'_> {
         if record.starts > 1 {
             spec.name = format!("{}-restart{}", spec.name, record.starts - 1);
         }
-        match self.engine.start(&spec, STARTUP_TIMEOUT).await {
+        match self
+            .engine
+            .start(&spec, STARTUP_TIMEOUT, &self.args.target_host)
+            .await
+        {
             Ok((server, startup)) => {
                 let source = format!("server CPU time from {}", self.engine.cpu_source(&server));
                 if !raw.notes.contains(&source) {
@@ -484,7 +633,7 @@ impl Run<'_> {
         let mut slice = Slice {
             round,
             position,
-            server: spec.key,
+            server: spec.key.clone(),
             conns: cell.conns,
             route: route.clone(),
             at_s: self.t0.elapsed().as_secs_f64(),
@@ -527,15 +676,18 @@ impl Run<'_> {
                     (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                     _ => None,
                 };
-                let (a, b) = (
-                    server.snapshot(w.snapshot_start, SNAPSHOT_WAIT).await,
-                    server.snapshot(w.snapshot_end, SNAPSHOT_WAIT).await,
-                );
-                slice.counters = match (a, b) {
-                    (Some(a), Some(b)) => Some(b.since(&a)),
-                    _ => None,
-                };
-                if slice.counters.is_none() {
+                if let (Some(a), Some(b)) = (w.snapshot_start, w.snapshot_end) {
+                    let (a, b) = (
+                        server.snapshot(a, SNAPSHOT_WAIT).await,
+                        server.snapshot(b, SNAPSHOT_WAIT).await,
+                    );
+                    slice.counters = match (a, b) {
+                        (Some(a), Some(b)) => Some(b.since(&a)),
+                        _ => None,
+                    };
+                }
+                // A foreign server has no counters; this project's must give them.
+                if slice.counters.is_none() && spec.foreign.is_none() {
                     slice.error = Some(format!(
                         "no counters snapshot from the server; its log:\n{}",
                         server.tail(5)
@@ -618,11 +770,13 @@ struct Window {
     end: Instant,
     cpu_start: Option<u64>,
     cpu_end: Option<u64>,
-    snapshot_start: u64,
-    snapshot_end: u64,
+    /// The snapshot lines asked for at the edges (`None`: a server without counters).
+    snapshot_start: Option<u64>,
+    snapshot_end: Option<u64>,
 }
 
 /// How every slice is driven: the same for the whole run.
+#[derive(Clone)]
 struct DriverSetup {
     choice: DriverChoice,
     /// rxload built with goose (`--driver goose`).
@@ -652,7 +806,7 @@ async fn drive(
     let (choice, url, method, conns) = (d.choice, load.url, load.method, load.conns);
     let handle = tokio::runtime::Handle::current();
     let threads = d.threads.clamp(1, conns as usize);
-    let mut edges: Vec<(Instant, Option<u64>, u64)> = Vec::with_capacity(2);
+    let mut edges: Vec<(Instant, Option<u64>, Option<u64>)> = Vec::with_capacity(2);
     let mut at_edge = |server: &mut Server| {
         let cpu = handle.block_on(engine.cpu_ns(server));
         let at = Instant::now();

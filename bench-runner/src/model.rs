@@ -2,9 +2,10 @@
 //! record of one run (raw.json), from which every other output is derived.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use clap::ValueEnum;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// raw.json's layout version: 2 is the slice method (resident servers, alternating slices).
 pub const SCHEMA: u32 = 2;
@@ -120,11 +121,96 @@ impl ServerConfig {
     }
 }
 
-/// One resident server of a run: a profile and a configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// What a resident server is: one of this project's configurations, or a server from outside
+/// (`--server NAME=…`: a peer, the user's own framework), known by its name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Subject {
+    Own(ServerConfig),
+    Foreign(Arc<str>),
+}
+
+impl Subject {
+    pub fn name(&self) -> &str {
+        match self {
+            Subject::Own(c) => c.name(),
+            Subject::Foreign(name) => name,
+        }
+    }
+
+    /// The column heading: the seed PR's for a configuration, the name for a foreign server.
+    pub fn heading(&self) -> &str {
+        match self {
+            Subject::Own(c) => c.heading(),
+            Subject::Foreign(name) => name,
+        }
+    }
+
+    pub fn own(&self) -> Option<ServerConfig> {
+        match self {
+            Subject::Own(c) => Some(*c),
+            Subject::Foreign(_) => None,
+        }
+    }
+
+    /// The subject this one is compared with in the seed PR's table.
+    pub fn baseline(&self) -> Option<Subject> {
+        self.own()?.baseline().map(Subject::Own)
+    }
+}
+
+impl PartialEq<ServerConfig> for Subject {
+    fn eq(&self, other: &ServerConfig) -> bool {
+        self.own() == Some(*other)
+    }
+}
+
+impl From<ServerConfig> for Subject {
+    fn from(c: ServerConfig) -> Subject {
+        Subject::Own(c)
+    }
+}
+
+// As a plain name in JSON, so raw.json files from before foreign servers read the same.
+impl Serialize for Subject {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Subject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Subject, D::Error> {
+        let name = String::deserialize(d)?;
+        Ok(match ServerConfig::from_str(&name, false) {
+            Ok(c) => Subject::Own(c),
+            Err(_) => Subject::Foreign(name.into()),
+        })
+    }
+}
+
+/// How a foreign server is started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Launch {
+    /// A shell command line (native): `{port}` in it becomes the server's port.
+    Cmd(String),
+    /// A Docker image, run as this project's servers are.
+    Image(String),
+}
+
+/// A server from outside this project, as `--server` gave it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForeignServer {
+    pub name: String,
+    pub launch: Launch,
+    /// Extra environment (`,ENV=VALUE` pairs); `PORT` is always set to its port.
+    pub env: Vec<(String, String)>,
+}
+
+/// One resident server of a run: a profile and what runs under it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ServerKey {
     pub profile: Profile,
-    pub config: ServerConfig,
+    pub config: Subject,
 }
 
 impl std::fmt::Display for ServerKey {
@@ -266,6 +352,60 @@ pub struct ServerRecord {
     pub events: Vec<String>,
     /// Counters from its SIGTERM line at the end of the run.
     pub final_counters: Option<ServerCounters>,
+    /// Its syscall profile from one extra slice under `strace -c -f` (not in any figure).
+    #[serde(default)]
+    pub strace: Option<StraceProfile>,
+}
+
+/// What `strace -c -f` counted over one extra slice, and the requests answered in it: the seed
+/// PR's method, for servers without counters of their own (and as a cross-check for ours).
+/// strace slows the server down, so this slice is never part of req/s, CPU or latency.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StraceProfile {
+    pub conns: u32,
+    pub route: String,
+    pub requests: u64,
+    /// Calls by syscall name.
+    pub calls: BTreeMap<String, u64>,
+    /// Why there is no profile (strace missing, attach refused), when there is none.
+    pub error: Option<String>,
+}
+
+impl StraceProfile {
+    /// Calls per request: by name, and `total`.
+    pub fn per_request(&self) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        if self.requests == 0 {
+            return out;
+        }
+        let r = self.requests as f64;
+        for (name, &n) in &self.calls {
+            out.insert(name.clone(), n as f64 / r);
+        }
+        out.insert("total".into(), self.calls.values().sum::<u64>() as f64 / r);
+        out
+    }
+
+    /// Reads the table `strace -c` writes: `% time  seconds  usecs/call  calls  [errors]
+    /// syscall` rows between dashed lines, then `total`.
+    pub fn parse_calls(text: &str) -> BTreeMap<String, u64> {
+        let mut calls = BTreeMap::new();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // At least: % time, seconds, usecs/call, calls, syscall; the first is a number.
+            if fields.len() < 5 || fields[0].parse::<f64>().is_err() {
+                continue;
+            }
+            let name = fields[fields.len() - 1];
+            if name == "total" {
+                continue;
+            }
+            if let Ok(n) = fields[3].parse::<u64>() {
+                *calls.entry(name.to_string()).or_default() += n;
+            }
+        }
+        calls
+    }
 }
 
 /// One slice: one server driven at one connection level on one route, for one measured window.
@@ -375,6 +515,9 @@ pub struct Raw {
     #[serde(default)]
     pub commit: Option<String>,
     pub settings: Settings,
+    /// The foreign servers (`--server`) among `servers`, by name.
+    #[serde(default)]
+    pub foreign: Vec<ForeignServer>,
     pub servers: Vec<ServerRecord>,
     pub slices: Vec<Slice>,
     /// Notes for the reader (fallbacks, what a profile means on this engine).
@@ -384,8 +527,8 @@ pub struct Raw {
 }
 
 impl Raw {
-    pub fn server(&self, key: ServerKey) -> Option<&ServerRecord> {
-        self.servers.iter().find(|s| s.key == key)
+    pub fn server(&self, key: &ServerKey) -> Option<&ServerRecord> {
+        self.servers.iter().find(|s| &s.key == key)
     }
 }
 
@@ -444,13 +587,36 @@ mod tests {
     }
 
     #[test]
+    fn strace_summaries_are_read_as_calls_per_request() {
+        let text = "% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 55.10    0.201000           2     90000           sendto
+ 40.00    0.150000           1     90000      1000 recvfrom
+  4.90    0.010000           1      9000           epoll_wait
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.361000           1    189000      1000 total
+";
+        let calls = StraceProfile::parse_calls(text);
+        assert_eq!(calls.len(), 3);
+        assert_eq!((calls["sendto"], calls["recvfrom"]), (90000, 90000));
+        let p = StraceProfile {
+            requests: 90000,
+            calls,
+            ..Default::default()
+        };
+        let per = p.per_request();
+        assert_eq!(per["sendto"], 1.0);
+        assert_eq!(per["total"], 2.1);
+    }
+
+    #[test]
     fn a_slice_derives_cpu_per_request_and_utilisation() {
         let s = Slice {
             round: 1,
             position: 0,
             server: ServerKey {
                 profile: Profile::Relaxed,
-                config: ServerConfig::Rx,
+                config: ServerConfig::Rx.into(),
             },
             conns: 64,
             route: "GET:/".into(),

@@ -146,7 +146,10 @@ mod tests {
         .flat_map(|config| {
             [Profile::Default, Profile::Relaxed]
                 .into_iter()
-                .map(move |profile| ServerKey { profile, config })
+                .map(move |profile| ServerKey {
+                    profile,
+                    config: config.into(),
+                })
         })
         .collect();
         Plan {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Profile, Raw, ServerConfig, ServerCounters, ServerKey, Slice};
+use crate::model::{Profile, Raw, ServerConfig, ServerCounters, ServerKey, Slice, Subject};
 use crate::stats::{bootstrap_median, median, paired_ratios, seed_for, Interval};
 
 /// A slice in which the server used less of its CPUs than this is unsaturated: its req/s
@@ -40,7 +40,7 @@ impl Metric {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub profile: Profile,
-    pub config: ServerConfig,
+    pub config: Subject,
     pub conns: u32,
     pub route: String,
     /// What the server said it ran (its start-up line).
@@ -86,8 +86,8 @@ pub struct Comparison {
     pub profile: Profile,
     pub conns: u32,
     pub route: String,
-    pub config: ServerConfig,
-    pub baseline: ServerConfig,
+    pub config: Subject,
+    pub baseline: Subject,
     pub baseline_profile: Profile,
     pub metric: Metric,
     /// Median of config / baseline over the pairs (< 1 on CPU per request: config is cheaper).
@@ -130,7 +130,7 @@ pub struct Resolution {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RouteMean {
     pub profile: Profile,
-    pub config: ServerConfig,
+    pub config: Subject,
     pub conns: u32,
     pub rps_mean: f64,
 }
@@ -146,17 +146,24 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The configurations measured under `profile`, in `order`.
-    pub fn configs_of(&self, profile: Profile, order: &[ServerConfig]) -> Vec<ServerConfig> {
-        order
+    /// What was measured under `profile`: this project's configurations in `order`, then the
+    /// foreign servers by name.
+    pub fn subjects_of(&self, profile: Profile, order: &[ServerConfig]) -> Vec<Subject> {
+        let measured = |c: &Subject| {
+            self.rows
+                .iter()
+                .any(|r| r.profile == profile && &r.config == c)
+        };
+        let own = order.iter().map(|&c| Subject::Own(c)).filter(measured);
+        let mut foreign: Vec<Subject> = self
+            .rows
             .iter()
-            .copied()
-            .filter(|c| {
-                self.rows
-                    .iter()
-                    .any(|r| r.profile == profile && r.config == *c)
-            })
-            .collect()
+            .filter(|r| r.profile == profile && r.config.own().is_none())
+            .map(|r| r.config.clone())
+            .collect();
+        foreign.sort();
+        foreign.dedup();
+        own.chain(foreign).collect()
     }
 }
 
@@ -168,7 +175,7 @@ pub fn summarise(raw: &Raw) -> Summary {
     let mut cells: BTreeMap<CellKey, Vec<&Slice>> = BTreeMap::new();
     for s in &raw.slices {
         cells
-            .entry((s.server, s.conns, s.route.clone()))
+            .entry((s.server.clone(), s.conns, s.route.clone()))
             .or_default()
             .push(s);
     }
@@ -176,13 +183,15 @@ pub fn summarise(raw: &Raw) -> Summary {
     for record in &raw.servers {
         for &conns in &raw.settings.conns {
             for route in &raw.settings.routes {
-                cells.entry((record.key, conns, route.clone())).or_default();
+                cells
+                    .entry((record.key.clone(), conns, route.clone()))
+                    .or_default();
             }
         }
     }
     let rows: Vec<Row> = cells
         .iter()
-        .map(|((key, conns, route), slices)| row(raw, *key, *conns, route, slices, cpus))
+        .map(|((key, conns, route), slices)| row(raw, key, *conns, route, slices, cpus))
         .collect();
 
     // Per cell and metric: round -> value, for the pairing.
@@ -218,7 +227,7 @@ pub fn summarise(raw: &Raw) -> Summary {
     }
 
     let mut comparisons = Vec::new();
-    let servers: Vec<ServerKey> = raw.servers.iter().map(|s| s.key).collect();
+    let servers: Vec<ServerKey> = raw.servers.iter().map(|s| s.key.clone()).collect();
     let mut route_names = routes.clone();
     if routes.len() > 1 {
         route_names.push(MEAN_ROUTE.into());
@@ -227,8 +236,9 @@ pub fn summarise(raw: &Raw) -> Summary {
         for &conns in &raw.settings.conns {
             for route in &route_names {
                 for metric in [Metric::CpuPerRequest, Metric::Rps, Metric::P50] {
-                    let get = |k: ServerKey| series.get(&((k, conns, route.clone()), metric));
-                    let (Some(a), Some(b)) = (get(pair.0), get(pair.1)) else {
+                    let get =
+                        |k: &ServerKey| series.get(&((k.clone(), conns, route.clone()), metric));
+                    let (Some(a), Some(b)) = (get(&pair.0), get(&pair.1)) else {
                         continue;
                     };
                     let name = format!("{}|{}|{conns}|{route}|{metric:?}", pair.0, pair.1);
@@ -241,8 +251,8 @@ pub fn summarise(raw: &Raw) -> Summary {
                         profile: pair.0.profile,
                         conns,
                         route: route.clone(),
-                        config: pair.0.config,
-                        baseline: pair.1.config,
+                        config: pair.0.config.clone(),
+                        baseline: pair.1.config.clone(),
                         baseline_profile: pair.1.profile,
                         metric,
                         ratio_median: i.median,
@@ -259,8 +269,8 @@ pub fn summarise(raw: &Raw) -> Summary {
         .iter()
         .filter(|c| {
             c.metric != Metric::P50
-                && c.config == ServerConfig::IoUringControl
-                && c.baseline == ServerConfig::IoUring
+                && c.config == Subject::Own(ServerConfig::IoUringControl)
+                && c.baseline == Subject::Own(ServerConfig::IoUring)
                 && c.profile == c.baseline_profile
         })
         .map(|c| Resolution {
@@ -290,29 +300,42 @@ pub fn summarise(raw: &Raw) -> Summary {
     }
 }
 
-/// Every comparison the table shows: the seed PR's before/after pairs within a profile, and
-/// each profile against `relaxed` for the same configuration (what the filter itself costs).
+/// Every comparison the table shows: the seed PR's before/after pairs within a profile; each
+/// of this project's configurations against each foreign server under the same profile; and
+/// each profile against `relaxed` for the same server (what the filter itself costs).
 pub fn comparison_pairs(servers: &[ServerKey]) -> Vec<(ServerKey, ServerKey)> {
     let mut pairs = Vec::new();
-    for &a in servers {
+    let mut add = |a: &ServerKey, b: ServerKey| {
+        if servers.contains(&b) {
+            pairs.push((a.clone(), b));
+        }
+    };
+    for a in servers {
         if let Some(base) = a.config.baseline() {
-            let b = ServerKey {
-                profile: a.profile,
-                config: base,
-            };
-            if servers.contains(&b) {
-                pairs.push((a, b));
+            add(
+                a,
+                ServerKey {
+                    profile: a.profile,
+                    config: base,
+                },
+            );
+        }
+    }
+    for a in servers.iter().filter(|k| k.config.own().is_some()) {
+        for b in servers.iter().filter(|k| k.config.own().is_none()) {
+            if b.profile == a.profile {
+                add(a, b.clone());
             }
         }
     }
-    for &a in servers.iter().filter(|k| k.profile != Profile::Relaxed) {
-        let b = ServerKey {
-            profile: Profile::Relaxed,
-            config: a.config,
-        };
-        if servers.contains(&b) {
-            pairs.push((a, b));
-        }
+    for a in servers.iter().filter(|k| k.profile != Profile::Relaxed) {
+        add(
+            a,
+            ServerKey {
+                profile: Profile::Relaxed,
+                config: a.config.clone(),
+            },
+        );
     }
     pairs
 }
@@ -324,12 +347,14 @@ fn add_route_means(
     routes: &[String],
 ) {
     let mut means: BTreeMap<(CellKey, Metric), BTreeMap<u32, f64>> = BTreeMap::new();
-    let keys: std::collections::BTreeSet<(ServerKey, u32, Metric)> =
-        series.keys().map(|((k, c, _), m)| (*k, *c, *m)).collect();
+    let keys: std::collections::BTreeSet<(ServerKey, u32, Metric)> = series
+        .keys()
+        .map(|((k, c, _), m)| (k.clone(), *c, *m))
+        .collect();
     for (key, conns, metric) in keys {
         let per_route: Vec<&BTreeMap<u32, f64>> = routes
             .iter()
-            .filter_map(|r| series.get(&((key, conns, r.clone()), metric)))
+            .filter_map(|r| series.get(&((key.clone(), conns, r.clone()), metric)))
             .collect();
         if per_route.len() != routes.len() {
             continue;
@@ -354,9 +379,9 @@ fn route_means(rows: &[Row], routes: &[String]) -> Vec<RouteMean> {
     if routes.len() < 2 {
         return vec![];
     }
-    let mut sums: BTreeMap<(Profile, ServerConfig, u32), Vec<f64>> = BTreeMap::new();
+    let mut sums: BTreeMap<(Profile, Subject, u32), Vec<f64>> = BTreeMap::new();
     for r in rows {
-        sums.entry((r.profile, r.config, r.conns))
+        sums.entry((r.profile, r.config.clone(), r.conns))
             .or_default()
             .push(r.rps_median);
     }
@@ -371,7 +396,7 @@ fn route_means(rows: &[Row], routes: &[String]) -> Vec<RouteMean> {
         .collect()
 }
 
-fn row(raw: &Raw, key: ServerKey, conns: u32, route: &str, slices: &[&Slice], cpus: usize) -> Row {
+fn row(raw: &Raw, key: &ServerKey, conns: u32, route: &str, slices: &[&Slice], cpus: usize) -> Row {
     let load_cpus = raw.settings.load_cpus.len().max(1);
     let ok: Vec<&Slice> = slices.iter().copied().filter(|s| s.ok()).collect();
     let util: Vec<Option<f64>> = ok.iter().map(|s| s.utilisation(cpus)).collect();
@@ -407,8 +432,19 @@ fn row(raw: &Raw, key: ServerKey, conns: u32, route: &str, slices: &[&Slice], cp
     let startup = record.and_then(|r| r.startup.as_ref());
     let backend = startup.map_or("unknown".into(), |s| s.backend.clone());
     let io_uring = startup.map_or("unknown".into(), |s| s.io_uring.clone());
-    let (mut flag, mut note) = judge(key.config, &backend, &io_uring);
-    if slices.is_empty() {
+    let (mut flag, mut note) = match key.config.own() {
+        Some(config) => judge(config, &backend, &io_uring),
+        None => (None, None),
+    };
+    let never_started = record.is_some_and(|r| r.startup.is_none() && !r.events.is_empty());
+    if never_started {
+        // A result, not a crash of the run: say what the server itself said last.
+        let last = record
+            .and_then(|r| r.events.last())
+            .and_then(|e| e.lines().rev().find(|l| !l.trim().is_empty()))
+            .unwrap_or("");
+        flag = Some(format!("did not start: {last}"));
+    } else if slices.is_empty() {
         let why = record
             .and_then(|r| r.events.last())
             .map_or("not measured", |e| e.lines().next().unwrap_or(""));
@@ -440,7 +476,7 @@ fn row(raw: &Raw, key: ServerKey, conns: u32, route: &str, slices: &[&Slice], cp
     let (cpu_min, cpu_max) = min_max(&cpu_req);
     Row {
         profile: key.profile,
-        config: key.config,
+        config: key.config.clone(),
         conns,
         route: route.to_string(),
         backend_observed: backend,
@@ -526,8 +562,11 @@ pub mod tests {
         r
     }
 
-    fn key(profile: Profile, config: ServerConfig) -> ServerKey {
-        ServerKey { profile, config }
+    fn key(profile: Profile, config: impl Into<Subject>) -> ServerKey {
+        ServerKey {
+            profile,
+            config: config.into(),
+        }
     }
 
     /// A run of `rounds` over the given servers, where `cost(key, round)` gives the CPU µs per
@@ -536,12 +575,12 @@ pub mod tests {
     pub fn synthetic(
         servers: &[ServerKey],
         rounds: u32,
-        cost: impl Fn(ServerKey, u32) -> f64,
-        util: impl Fn(ServerKey, u32) -> f64,
+        cost: impl Fn(&ServerKey, u32) -> f64,
+        util: impl Fn(&ServerKey, u32) -> f64,
     ) -> Raw {
         let mut slices = Vec::new();
         for round in 1..=rounds {
-            for (i, &k) in servers.iter().enumerate() {
+            for (i, k) in servers.iter().enumerate() {
                 let c = cost(k, round);
                 let u = util(k, round);
                 // Requests the server can do in the window at that cost and utilisation.
@@ -549,7 +588,7 @@ pub mod tests {
                 slices.push(Slice {
                     round,
                     position: i as u32,
-                    server: k,
+                    server: k.clone(),
                     conns: 64,
                     route: "GET:/".into(),
                     at_s: 0.0,
@@ -576,6 +615,7 @@ pub mod tests {
             driver: "rxload".into(),
             started_utc: String::new(),
             commit: None,
+            foreign: vec![],
             settings: Settings {
                 rounds,
                 slice_s: 1.0,
@@ -590,18 +630,23 @@ pub mod tests {
             },
             servers: servers
                 .iter()
-                .map(|&k| ServerRecord {
-                    key: k,
+                .map(|k| ServerRecord {
+                    key: k.clone(),
                     port: 3000,
                     startup: Some(Startup {
                         line: String::new(),
-                        backend: k.config.intended_backend().into(),
+                        backend: k
+                            .config
+                            .own()
+                            .map_or("foreign", |c| c.intended_backend())
+                            .into(),
                         io_uring: "active(x)".into(),
                         workers: 1,
                     }),
                     starts: 1,
                     events: vec![],
                     final_counters: None,
+                    strace: None,
                 })
                 .collect(),
             slices,
@@ -620,13 +665,15 @@ pub mod tests {
         ];
         // Legacy costs 14 % more than rx; both io_uring servers are the same; the machine
         // drifts by ±20 % between rounds and every slice has 1–2 % noise of its own.
-        let noise =
-            |k: ServerKey, r: u32| 1.0 + 0.015 * ((r * 7 + k.config as u32 * 13) as f64).sin();
+        let noise = |k: &ServerKey, r: u32| {
+            let c = k.config.own().unwrap() as u32;
+            1.0 + 0.015 * ((r * 7 + c * 13) as f64).sin()
+        };
         let raw = synthetic(
             &servers,
             24,
             |k, r| {
-                let base = match k.config {
+                let base = match k.config.own().unwrap() {
                     ServerConfig::Legacy => 7.8,
                     ServerConfig::Rx => 6.85,
                     _ => 7.3,
@@ -643,7 +690,7 @@ pub mod tests {
                 .unwrap()
         };
         let rx = cmp(ServerConfig::Rx, Metric::CpuPerRequest);
-        assert_eq!((rx.baseline, rx.pairs), (ServerConfig::Legacy, 24));
+        assert_eq!((&rx.baseline, rx.pairs), (&ServerConfig::Legacy.into(), 24));
         assert!(rx.significant && rx.ci95_high < 0.9, "{rx:?}");
         let control = cmp(ServerConfig::IoUringControl, Metric::CpuPerRequest);
         assert_eq!(control.baseline, ServerConfig::IoUring);
@@ -682,10 +729,44 @@ pub mod tests {
             key(Profile::Relaxed, ServerConfig::Legacy),
         ];
         let pairs = comparison_pairs(&servers);
-        assert!(pairs.contains(&(servers[0], servers[2])));
-        assert!(pairs.contains(&(servers[1], servers[2])));
-        assert!(pairs.contains(&(servers[2], servers[3])));
+        let has = |a: usize, b: usize| pairs.contains(&(servers[a].clone(), servers[b].clone()));
+        assert!(has(0, 2) && has(1, 2) && has(2, 3));
         assert_eq!(pairs.len(), 3, "{pairs:?}");
+    }
+
+    #[test]
+    fn each_own_configuration_is_compared_with_each_foreign_server_of_its_profile() {
+        let nginx = || Subject::Foreign("nginx".into());
+        let servers = [
+            key(Profile::Relaxed, ServerConfig::Rx),
+            key(Profile::Relaxed, ServerConfig::Legacy),
+            key(Profile::Relaxed, nginx()),
+            key(Profile::NoIoUring, nginx()),
+        ];
+        let pairs = comparison_pairs(&servers);
+        let has = |a: usize, b: usize| pairs.contains(&(servers[a].clone(), servers[b].clone()));
+        assert!(has(0, 1), "rx against legacy, as before");
+        assert!(has(0, 2) && has(1, 2), "each configuration against nginx");
+        assert!(has(3, 2), "nginx under no-io-uring against relaxed");
+        assert!(
+            !has(2, 0),
+            "a foreign server is the baseline, not the subject"
+        );
+        assert_eq!(pairs.len(), 4, "{pairs:?}");
+        // A foreign row has no backend to judge and no counters to miss.
+        let raw = synthetic(&servers[..3], 6, |_, _| 7.0, |_, _| 0.99);
+        let mut raw = raw;
+        for s in raw.slices.iter_mut().filter(|s| s.server.config == nginx()) {
+            s.counters = None;
+        }
+        let s = summarise(&raw);
+        let row = s.rows.iter().find(|r| r.config == nginx()).unwrap();
+        assert!(row.flag.is_none() && row.note.is_none(), "{row:?}");
+        assert!(row.syscalls_per_request.is_empty());
+        assert!(s
+            .comparisons
+            .iter()
+            .any(|c| c.config == ServerConfig::Rx && c.baseline == nginx()));
     }
 
     #[test]

@@ -959,3 +959,106 @@ fn a_build_that_fails_is_named_and_leaves_nothing() {
         "nothing measured, nothing written: {left:?}"
     );
 }
+
+/// The native `server` (where the runner's native mode builds it), to run as a foreign one.
+fn native_server_binary() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let status = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", root.join("target/native"))
+        .args(["build", "--release", "-q", "-p", "server"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    root.join("target/native/release/server")
+}
+
+/// `--server NAME=cmd:…`: a foreign server (here this project's own binary, started as a
+/// stranger's would be: by command, told its port, no counters asked of it) runs beside rx,
+/// is compared with it slice by slice, and gets a syscall profile from one extra slice under
+/// strace; a foreign server that cannot start is a result of the run, not its end.
+#[test]
+fn a_foreign_server_is_measured_beside_ours_and_one_that_cannot_start_is_a_result() {
+    let server = native_server_binary();
+    let twin = format!(
+        "twin=cmd:env APP_PORT={{port}} APP_BACKEND=epoll APP_WORKERS=1 {},RUST_BACKTRACE=0",
+        server.display()
+    );
+    let broken = "broken=cmd:sh -c 'echo cannot bind port $PORT >&2; exit 3'";
+    let (dir, summary) = run(
+        "foreign",
+        &[
+            "--engine",
+            "native",
+            "--quick",
+            "--conns",
+            "64",
+            "--profiles",
+            "relaxed",
+            "--configs",
+            "rx",
+            "--server",
+            &twin,
+            "--server",
+            broken,
+            "--port",
+            "3961",
+        ],
+    );
+    let twin_row = row(&summary, "relaxed", "twin");
+    assert_eq!(twin_row["backend_observed"], "foreign");
+    assert!(twin_row["flag"].is_null(), "{twin_row}");
+    assert!(twin_row["cpu_us_per_request"].as_f64().unwrap() > 0.0);
+    assert_eq!(twin_row["rounds_ok"], 5);
+    let against = comparison(&summary, "rx", "twin", "cpu_per_request");
+    assert_eq!(against["pairs"], 5, "{against}");
+    let broken_row = row(&summary, "relaxed", "broken");
+    let flag = broken_row["flag"].as_str().unwrap();
+    assert!(flag.contains("did not start"), "{flag}");
+    let raw = json(dir.join("raw.json"));
+    let record = |name: &str| {
+        raw["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"]["config"] == name)
+            .unwrap()
+            .clone()
+    };
+    let events = record("broken")["events"].to_string();
+    assert!(
+        events.contains("cannot bind port 3963"),
+        "its own last line: {events}"
+    );
+    let strace = &record("twin")["strace"];
+    if strace["error"].is_null() {
+        let requests = strace["requests"].as_f64().unwrap();
+        let calls = |name: &str| strace["calls"][name].as_f64().unwrap_or(0.0) / requests;
+        // epoll/rx: one recvfrom and one sendto per keep-alive request, few epoll_waits.
+        assert!((0.9..1.3).contains(&calls("recvfrom")), "{strace}");
+        assert!((0.9..1.3).contains(&calls("sendto")), "{strace}");
+        // One ADD per connection, none per request.
+        let ctl = calls("epoll_ctl") * requests;
+        assert!((64.0..=80.0).contains(&ctl), "{strace}");
+    } else {
+        assert!(
+            std::process::Command::new("strace")
+                .arg("-V")
+                .output()
+                .is_err(),
+            "strace is installed, yet: {strace}"
+        );
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"SKIPPED the strace part of a_foreign_server_is_measured_beside_ours: strace is not installed\n",
+        );
+    }
+    assert!(
+        record("rx")["strace"].is_null(),
+        "--strace foreign: ours keep their counters"
+    );
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    assert!(table.contains("## Against the foreign servers"), "{table}");
+    assert!(table.contains("## Syscall profiles"), "{table}");
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}

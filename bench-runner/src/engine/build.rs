@@ -140,6 +140,19 @@ pub fn rxload_with_goose(root: &Path) -> Result<PathBuf> {
     )
 }
 
+/// The peers workspace (peers/: the floor and the Rust peers), release; returns the folder
+/// holding their binaries.
+pub fn peers(root: &Path) -> Result<PathBuf> {
+    let floor = cargo_build(
+        root,
+        "target/peers",
+        false,
+        &["--manifest-path", "peers/Cargo.toml", "--workspace"],
+        "floor",
+    )?;
+    Ok(floor.parent().expect("release folder").to_path_buf())
+}
+
 /// The native `server`.
 pub fn native_server(root: &Path) -> Result<PathBuf> {
     cargo_build(root, "target/native", false, &["-p", "server"], "server")

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
@@ -20,7 +20,7 @@ use futures_util::StreamExt;
 
 use super::build::IMAGE;
 use super::{Lines, ServerSpec};
-use crate::model::Profile;
+use crate::model::{Launch, Profile};
 
 /// Label on every container and network the runner makes; stale ones are removed at start.
 pub const LABEL: &str = "rxbench";
@@ -144,10 +144,24 @@ impl Docker {
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        let body = ContainerCreateBody {
-            env: Some(env),
-            ..locked_down(IMAGE, network, &spec.cpus, seccomp)
+        let image = match spec.foreign.as_ref().map(|f| &f.launch) {
+            None => IMAGE,
+            Some(Launch::Image(image)) => image.as_str(),
+            Some(Launch::Cmd(_)) => {
+                bail!("{}: cmd: servers run natively (--engine native); under Docker give image:IMAGE", spec.key)
+            }
         };
+        let mut body = ContainerCreateBody {
+            env: Some(env),
+            ..locked_down(image, network, &spec.cpus, seccomp)
+        };
+        if spec.foreign.is_some() {
+            // A foreign image may need somewhere to write (pid files, temp files); the root
+            // file system stays read-only.
+            if let Some(host) = body.host_config.as_mut() {
+                host.tmpfs = Some([("/tmp".to_string(), "size=64m".to_string())].into());
+            }
+        }
         let id = self
             .docker
             .create_container(

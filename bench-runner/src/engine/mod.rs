@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::model::{CountersLine, ServerCounters, ServerKey, Startup};
+use crate::model::{CountersLine, ForeignServer, ServerCounters, ServerKey, Startup, Subject};
 
 /// Everything a server printed, stdout and stderr interleaved as they arrived.
 pub type Lines = Arc<Mutex<Vec<String>>>;
@@ -27,19 +27,30 @@ pub struct ServerSpec {
     pub cpus: Vec<usize>,
     /// The run's own Docker network (`--network bridge`); `None`: host networking.
     pub network: Option<String>,
+    /// How to start it, for a foreign server (`--server`).
+    pub foreign: Option<ForeignServer>,
 }
 
 impl ServerSpec {
+    /// This project's server: its configuration's knobs, port and workers. A foreign one:
+    /// `PORT` and what `--server` gave.
     pub fn env(&self) -> Vec<(String, String)> {
-        let mut env: Vec<(String, String)> = self
-            .key
-            .config
-            .env()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        env.push(("APP_PORT".into(), self.port.to_string()));
-        env.push(("APP_WORKERS".into(), self.cpus.len().max(1).to_string()));
+        let mut env: Vec<(String, String)> = match (&self.key.config, &self.foreign) {
+            (Subject::Own(config), _) => {
+                let mut env: Vec<(String, String)> = config
+                    .env()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                env.push(("APP_PORT".into(), self.port.to_string()));
+                env.push(("APP_WORKERS".into(), self.cpus.len().max(1).to_string()));
+                env
+            }
+            (Subject::Foreign(_), f) => f.iter().flat_map(|f| f.env.clone()).collect(),
+        };
+        if self.foreign.is_some() {
+            env.push(("PORT".into(), self.port.to_string()));
+        }
         env
     }
 }
@@ -58,6 +69,9 @@ enum Handle {
 pub struct Server {
     handle: Handle,
     lines: Lines,
+    /// This project's server, which answers SIGUSR1 with its counters (a foreign server
+    /// may take SIGUSR1 for something else — haproxy stops — so it never gets one).
+    has_counters: bool,
     /// Snapshots asked for so far (the server numbers its snapshot lines from 1).
     snapshots: u64,
 }
@@ -99,9 +113,16 @@ impl Engine {
         matches!(self, Engine::Native(_))
     }
 
-    /// Starts the server and waits for its start-up line; on failure the error carries its
-    /// last log lines and nothing is left running.
-    pub async fn start(&self, spec: &ServerSpec, timeout: Duration) -> Result<(Server, Startup)> {
+    /// Starts the server and waits until it is ready — this project's server says so on its
+    /// start-up line, a foreign one by accepting a connection at `target_host` (or its address
+    /// on the run's network); on failure the error carries its last log lines and nothing is
+    /// left running.
+    pub async fn start(
+        &self,
+        spec: &ServerSpec,
+        timeout: Duration,
+        target_host: &str,
+    ) -> Result<(Server, Startup)> {
         let lines: Lines = Arc::default();
         let handle = match self {
             Engine::Docker(d) => Handle::Docker(d.start(spec, &lines).await?),
@@ -110,23 +131,27 @@ impl Engine {
         let server = Server {
             handle,
             lines,
+            has_counters: spec.foreign.is_none(),
             snapshots: 0,
         };
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(s) = server.lines().iter().find_map(|l| Startup::parse(l)) {
+            if let Some(s) = self.ready(&server, spec, target_host).await {
                 return Ok((server, s));
             }
             // A server that exits may still have lines on their way: look once more.
             let alive = self.alive(&server);
             tokio::time::sleep(Duration::from_millis(50)).await;
-            if let Some(s) = server.lines().iter().find_map(|l| Startup::parse(l)) {
+            if let Some(s) = self.ready(&server, spec, target_host).await {
                 return Ok((server, s));
             }
             let why = if !alive {
                 "the server exited before listening".to_string()
             } else if Instant::now() > deadline {
-                format!("no start-up line after {timeout:?}")
+                match spec.foreign {
+                    None => format!("no start-up line after {timeout:?}"),
+                    Some(_) => format!("not accepting on port {} after {timeout:?}", spec.port),
+                }
             } else {
                 continue;
             };
@@ -136,11 +161,45 @@ impl Engine {
         }
     }
 
+    /// What the server runs, once it is ready to be measured.
+    async fn ready(
+        &self,
+        server: &Server,
+        spec: &ServerSpec,
+        target_host: &str,
+    ) -> Option<Startup> {
+        if spec.foreign.is_none() {
+            return server.lines().iter().find_map(|l| Startup::parse(l));
+        }
+        let host = self
+            .address(server, spec.network.as_deref(), target_host)
+            .await
+            .ok()?;
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), spec.port))
+            .ok()?
+            .next()?;
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
+        Some(Startup {
+            line: format!("accepting on {addr} (a foreign server: no start-up line expected)"),
+            backend: "foreign".into(),
+            io_uring: "n/a".into(),
+            workers: spec.cpus.len().max(1) as u32,
+        })
+    }
+
     pub fn alive(&self, s: &Server) -> bool {
         match (self, &s.handle) {
             (Engine::Docker(d), Handle::Docker(c)) => d.alive(c),
             (Engine::Native(n), Handle::Native(p)) => n.alive(p),
             _ => false,
+        }
+    }
+
+    /// The server's process id on this host, where this process can see it (native).
+    pub fn pid(&self, s: &Server) -> Option<i32> {
+        match &s.handle {
+            Handle::Native(p) => Some(native::Native::pid(p)),
+            Handle::Docker(_) => None,
         }
     }
 
@@ -173,11 +232,15 @@ impl Engine {
         }
     }
 
-    /// Asks for a counters snapshot; returns the number of the line that will answer it.
-    pub async fn request_snapshot(&self, s: &mut Server) -> u64 {
+    /// Asks for a counters snapshot; returns the number of the line that will answer it
+    /// (`None`: a foreign server, which has no counters).
+    pub async fn request_snapshot(&self, s: &mut Server) -> Option<u64> {
+        if !s.has_counters {
+            return None;
+        }
         s.snapshots += 1;
         self.signal(s, Signal::Snapshot).await;
-        s.snapshots
+        Some(s.snapshots)
     }
 
     /// The address a driver on this host aims at: the container's on the run's network, or

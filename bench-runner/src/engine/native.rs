@@ -1,6 +1,9 @@
 //! The native mechanism: each resident server is a child process, pinned with
 //! `sched_setaffinity` before exec; `no-io-uring` is a seccomp filter installed in the child.
-//! Its CPU time is the process's CPU clock (`clock_getcpuclockid`), in nanoseconds.
+//! Its CPU time is the process's CPU clock (`clock_getcpuclockid`), in nanoseconds. A foreign
+//! server's command runs as `sh -c 'exec COMMAND'` in a process group of its own, so its
+//! server is the child itself (its clock is the server's) and a stop reaches anything it
+//! started.
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
@@ -11,7 +14,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 
 use super::{Lines, ServerSpec};
-use crate::model::Profile;
+use crate::model::{Launch, Profile};
 
 pub struct Native {
     pub server: PathBuf,
@@ -20,11 +23,30 @@ pub struct Native {
 pub struct Process {
     child: Mutex<Child>,
     pid: libc::pid_t,
+    /// Signals go to the whole process group (a foreign server's command).
+    group: bool,
 }
 
 impl Native {
     pub fn start(&self, spec: &ServerSpec, lines: &Lines) -> Result<Process> {
-        let mut cmd = Command::new(&self.server);
+        let (mut cmd, what) = match spec.foreign.as_ref().map(|f| &f.launch) {
+            None => (
+                Command::new(&self.server),
+                self.server.display().to_string(),
+            ),
+            Some(Launch::Cmd(line)) => {
+                let line = line.replace("{port}", &spec.port.to_string());
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(format!("exec {line}")).process_group(0);
+                (c, line)
+            }
+            Some(Launch::Image(image)) => {
+                anyhow::bail!(
+                    "{}: image:{image} needs a Docker engine (native mode runs cmd: servers)",
+                    spec.key
+                )
+            }
+        };
         cmd.envs(spec.env())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -50,20 +72,23 @@ impl Native {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("starting {}", self.server.display()))?;
+        let mut child = cmd.spawn().with_context(|| format!("starting {what}"))?;
         collect(child.stdout.take().expect("piped"), lines.clone());
         collect(child.stderr.take().expect("piped"), lines.clone());
         let pid = child.id() as libc::pid_t;
         Ok(Process {
             child: Mutex::new(child),
             pid,
+            group: spec.foreign.is_some(),
         })
     }
 
     pub fn alive(&self, p: &Process) -> bool {
         matches!(p.child.lock().unwrap().try_wait(), Ok(None))
+    }
+
+    pub fn pid(p: &Process) -> libc::pid_t {
+        p.pid
     }
 
     /// The process's CPU time (all threads), in nanoseconds.
@@ -73,8 +98,10 @@ impl Native {
 
     pub fn signal(&self, p: &Process, sig: libc::c_int) {
         if self.alive(p) {
-            // SAFETY: kill(2) on our own child, which try_wait just saw unreaped.
-            unsafe { libc::kill(p.pid, sig) };
+            let target = if p.group { -p.pid } else { p.pid };
+            // SAFETY: kill(2) on our own child (or the process group it leads), which try_wait
+            // just saw unreaped.
+            unsafe { libc::kill(target, sig) };
         }
     }
 
@@ -84,6 +111,10 @@ impl Native {
         let mut child = p.child.into_inner().unwrap();
         while matches!(child.try_wait(), Ok(None)) {
             if std::time::Instant::now() > deadline {
+                if p.group {
+                    // SAFETY: kill(2) on the group our unreaped child leads.
+                    unsafe { libc::kill(-p.pid, libc::SIGKILL) };
+                }
                 let _ = child.kill();
                 let _ = child.wait();
                 return;

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use plotters::prelude::*;
 
-use crate::model::{Profile, Raw, ServerConfig};
+use crate::model::{Profile, Raw, ServerConfig, Subject};
 use crate::stats::{bootstrap_median, seed_for};
 use crate::summary::{Metric, Summary, SATURATED};
 
@@ -20,13 +20,24 @@ const BAR_ORDER: [ServerConfig; 5] = [
     ServerConfig::IoUringControl,
 ];
 
-fn colour(c: ServerConfig) -> RGBColor {
+/// Foreign servers, in name order: greys and muted hues, apart from the project's colours.
+const FOREIGN: [RGBColor; 6] = [
+    RGBColor(90, 90, 90),
+    RGBColor(150, 150, 150),
+    RGBColor(128, 100, 162),
+    RGBColor(191, 129, 45),
+    RGBColor(53, 151, 143),
+    RGBColor(200, 200, 200),
+];
+
+fn colour(c: &Subject, foreign_index: usize) -> RGBColor {
     match c {
-        ServerConfig::Legacy => RGBColor(214, 96, 77),
-        ServerConfig::Oneshot => RGBColor(244, 165, 130),
-        ServerConfig::Rx => RGBColor(33, 102, 172),
-        ServerConfig::IoUring => RGBColor(27, 120, 55),
-        ServerConfig::IoUringControl => RGBColor(127, 191, 123),
+        Subject::Own(ServerConfig::Legacy) => RGBColor(214, 96, 77),
+        Subject::Own(ServerConfig::Oneshot) => RGBColor(244, 165, 130),
+        Subject::Own(ServerConfig::Rx) => RGBColor(33, 102, 172),
+        Subject::Own(ServerConfig::IoUring) => RGBColor(27, 120, 55),
+        Subject::Own(ServerConfig::IoUringControl) => RGBColor(127, 191, 123),
+        Subject::Foreign(_) => FOREIGN[foreign_index % FOREIGN.len()],
     }
 }
 
@@ -66,13 +77,13 @@ fn bars(
     let conns = raw.settings.conns.clone();
     let cpus = raw.settings.server_cpus.len().max(1);
     // Each cell's median req/s over its saturated slices, with that median's interval.
-    let cell = |p: Profile, c: ServerConfig, n: u32| -> Option<(f64, f64, f64)> {
+    let cell = |p: Profile, c: &Subject, n: u32| -> Option<(f64, f64, f64)> {
         let rps: Vec<f64> = raw
             .slices
             .iter()
             .filter(|x| {
                 x.server.profile == p
-                    && x.server.config == c
+                    && &x.server.config == c
                     && x.conns == n
                     && x.route == route
                     && x.ok()
@@ -83,7 +94,7 @@ fn bars(
         let row = s
             .rows
             .iter()
-            .find(|r| r.profile == p && r.config == c && r.conns == n && r.route == route)?;
+            .find(|r| r.profile == p && &r.config == c && r.conns == n && r.route == route)?;
         let i = bootstrap_median(
             &rps,
             seed_for(raw.settings.seed, &format!("bar{p:?}{c:?}{n}")),
@@ -132,10 +143,12 @@ fn bars(
             .y_desc("k req/s")
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()?;
-        let present = s.configs_of(profile, &BAR_ORDER);
+        let present = s.subjects_of(profile, &BAR_ORDER);
         let width = 0.8 / present.len().max(1) as f64;
-        for (j, &config) in present.iter().enumerate() {
-            let col = colour(config);
+        let mut foreign = 0;
+        for (j, config) in present.iter().enumerate() {
+            let col = colour(config, foreign);
+            foreign += usize::from(config.own().is_none());
             let mut rects = Vec::new();
             let mut whiskers = Vec::new();
             for (i, &c) in conns.iter().enumerate() {

@@ -1,7 +1,7 @@
 //! table.md (the seed PR's layout, every change with its paired interval, then the evidence)
 //! and results.csv.
 
-use crate::model::{Profile, Raw, ServerConfig};
+use crate::model::{Profile, Raw, ServerConfig, Subject};
 use crate::stats::{ratio_text, short_ms, short_rate};
 use crate::summary::{Comparison, Metric, Row, Summary, MEAN_ROUTE, RESOLUTION_LIMIT, SATURATED};
 
@@ -14,32 +14,26 @@ const COLUMNS: [ServerConfig; 5] = [
     ServerConfig::Oneshot,
 ];
 
-fn find<'a>(
-    s: &'a Summary,
-    p: Profile,
-    c: ServerConfig,
-    conns: u32,
-    route: &str,
-) -> Option<&'a Row> {
+fn find<'a>(s: &'a Summary, p: Profile, c: &Subject, conns: u32, route: &str) -> Option<&'a Row> {
     s.rows
         .iter()
-        .find(|r| r.profile == p && r.config == c && r.conns == conns && r.route == route)
+        .find(|r| r.profile == p && &r.config == c && r.conns == conns && r.route == route)
 }
 
 pub fn comparison<'a>(
     s: &'a Summary,
     p: Profile,
-    c: ServerConfig,
-    base: (Profile, ServerConfig),
+    c: &Subject,
+    base: (Profile, &Subject),
     conns: u32,
     route: &str,
     metric: Metric,
 ) -> Option<&'a Comparison> {
     s.comparisons.iter().find(|x| {
         x.profile == p
-            && x.config == c
+            && &x.config == c
             && x.baseline_profile == base.0
-            && x.baseline == base.1
+            && &x.baseline == base.1
             && x.conns == conns
             && x.route == route
             && x.metric == metric
@@ -165,6 +159,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         }
     }
     t += &filter_cost(s, &routes);
+    t += &against_foreign(s, &routes);
     if !s.route_means.is_empty() {
         t += "## Mean over the routes (the-benchmarker's published figure)\n\n| profile | config | conns | req/s (mean of the routes' medians) |\n| --- | --- | --- | --- |\n";
         for m in &s.route_means {
@@ -188,7 +183,7 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
     let mut conns: Vec<u32> = s.rows.iter().map(|r| r.conns).collect();
     conns.sort_unstable();
     conns.dedup();
-    let present = s.configs_of(profile, &COLUMNS);
+    let present = s.subjects_of(profile, &COLUMNS);
     let mut t = format!("{title}:\n\n| conns |");
     for c in &present {
         t += &format!(" {} |", c.heading());
@@ -200,7 +195,7 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
     t += "\n";
     for &n in &conns {
         t += &format!("| {n} |");
-        for &c in &present {
+        for c in &present {
             let value = if route == MEAN_ROUTE {
                 if metric != Metric::Rps {
                     t += " – |";
@@ -208,7 +203,7 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
                 }
                 s.route_means
                     .iter()
-                    .find(|m| m.profile == profile && m.config == c && m.conns == n)
+                    .find(|m| m.profile == profile && &m.config == c && m.conns == n)
                     .map(|m| short_rate(m.rps_mean))
             } else {
                 find(s, profile, c, n, route).map(|r| {
@@ -229,7 +224,7 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
             };
             let change = c
                 .baseline()
-                .and_then(|b| comparison(s, profile, c, (profile, b), n, route, metric))
+                .and_then(|b| comparison(s, profile, c, (profile, &b), n, route, metric))
                 .map(|x| format!(" {}", ratio_text(&x.interval())))
                 .unwrap_or_default();
             t += &format!(" {value}{change} |");
@@ -255,14 +250,23 @@ fn filter_cost(s: &Summary, routes: &[String]) -> String {
     }
     let mut t = String::from("## What the profile costs: each profile against `relaxed` (no filter), same configuration\n\nPaired ratio of CPU per request and of req/s (median, 95 % interval). Under `no-io-uring` (and an engine that blocks io_uring) the io_uring columns compare the epoll fallback with relaxed's io_uring.\n\n| profile | config | conns | route | CPU per request | req/s |\n| --- | --- | --- | --- | --- | --- |\n");
     for profile in [Profile::Default, Profile::NoIoUring] {
-        for config in ServerConfig::ALL {
+        for config in s.subjects_of(profile, &ServerConfig::ALL) {
             for route in routes {
                 let mut conns: Vec<u32> = rows.iter().map(|c| c.conns).collect();
                 conns.sort_unstable();
                 conns.dedup();
                 for n in conns {
-                    let get =
-                        |m| comparison(s, profile, config, (Profile::Relaxed, config), n, route, m);
+                    let get = |m| {
+                        comparison(
+                            s,
+                            profile,
+                            &config,
+                            (Profile::Relaxed, &config),
+                            n,
+                            route,
+                            m,
+                        )
+                    };
                     let (cpu, rps) = (get(Metric::CpuPerRequest), get(Metric::Rps));
                     if cpu.is_none() && rps.is_none() {
                         continue;
@@ -279,6 +283,45 @@ fn filter_cost(s: &Summary, routes: &[String]) -> String {
                     );
                 }
             }
+        }
+    }
+    t + "\n"
+}
+
+/// Each of this project's configurations against each foreign server, same profile.
+fn against_foreign(s: &Summary, routes: &[String]) -> String {
+    let mut pairs: Vec<(Profile, &Subject, &Subject, u32)> = s
+        .comparisons
+        .iter()
+        .filter(|c| c.baseline.own().is_none() && c.profile == c.baseline_profile)
+        .map(|c| (c.profile, &c.config, &c.baseline, c.conns))
+        .collect();
+    pairs.sort();
+    pairs.dedup();
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let mut t = String::from("## Against the foreign servers
+
+Paired ratio, this project's configuration over the foreign server, slice by slice in the same rounds (median, 95 % interval): req/s above 1 and CPU per request or P50 below 1 favour this project's server.
+
+| profile | server | against | conns | route | req/s | CPU per request | P50 |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+");
+    for (profile, config, foreign, n) in pairs {
+        for route in routes {
+            let get = |m| comparison(s, profile, config, (profile, foreign), n, route, m);
+            let text =
+                |c: Option<&Comparison>| c.map_or("–".into(), |c| ratio_text(&c.interval()));
+            t += &format!(
+                "| {} | {} | {} | {n} | {route} | {} | {} | {} |\n",
+                profile.name(),
+                config.name(),
+                foreign.name(),
+                text(get(Metric::Rps)),
+                text(get(Metric::CpuPerRequest)),
+                text(get(Metric::P50))
+            );
         }
     }
     t + "\n"
@@ -316,6 +359,7 @@ fn evidence(raw: &Raw, s: &Summary) -> String {
         );
     }
     t += &format!("\nsyscalls/req: the server's own counters, SIGUSR1 snapshots at the two edges of every slice diffed, summed over the cell's slices, divided by the requests the server counted in the same windows. CPU µs/req: the server's CPU time over exactly the slice (container: its cgroup's counter; native: the process CPU clock) divided by the requests the driver completed in it. Server CPU: that time as a share of the server's CPUs (driver CPU: the runner process's, driver included, as a share of the load CPUs); below {:.0} % the slice is unsaturated and its req/s is left out of the median. P50/P99: the slices' latency histograms merged.\n\n", SATURATED * 100.0);
+    t += &strace_profiles(raw);
     t += "## Servers\n\n| server | port | start-up line | starts | events |\n| --- | --- | --- | --- | --- |\n";
     for sv in &raw.servers {
         t += &format!(
@@ -332,6 +376,42 @@ fn evidence(raw: &Raw, s: &Summary) -> String {
         );
     }
     t
+}
+
+/// The syscall profiles from the extra strace slices, most frequent calls first.
+fn strace_profiles(raw: &Raw) -> String {
+    let with: Vec<_> = raw
+        .servers
+        .iter()
+        .filter_map(|sv| Some((sv, sv.strace.as_ref()?)))
+        .collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut t = String::from("## Syscall profiles\n\nOne extra slice per server after the rounds, under `strace -c -f` (the seed PR's method), with no warm-up so that strace's count and the driver's requests cover the same load. strace slows a server down: these slices are in no figure above.\n\n| server | conns | route | requests | syscalls/req | the most frequent, per request |\n| --- | --- | --- | --- | --- | --- |\n");
+    for (sv, p) in with {
+        let per = p.per_request();
+        let mut calls: Vec<(&String, &f64)> = per.iter().filter(|(k, _)| *k != "total").collect();
+        calls.sort_by(|a, b| b.1.total_cmp(a.1));
+        let top = calls
+            .iter()
+            .take(5)
+            .map(|(k, v)| format!("{k} {v:.3}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (total, top) = match &p.error {
+            Some(e) => ("–".to_string(), format!("none: {}", e.replace('|', "/"))),
+            None => (
+                per.get("total").map_or("–".into(), |v| format!("{v:.3}")),
+                top,
+            ),
+        };
+        t += &format!(
+            "| {} | {} | {} | {} | {total} | {top} |\n",
+            sv.key, p.conns, p.route, p.requests
+        );
+    }
+    t + "\n"
 }
 
 pub fn csv(s: &Summary) -> String {

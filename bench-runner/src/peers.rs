@@ -1,0 +1,114 @@
+//! `bench-runner peers`: this project's server beside the peers users know — nginx, HAProxy,
+//! the-benchmarker's hyper, actix-web and may-minihttp entries (as one-worker hello-worlds in
+//! peers/) — and the floor, all native under the relaxed profile (no filter), one worker each
+//! on the same CPUs, measured by the same run as the matrix: resident servers, alternating
+//! slices, paired intervals, the io_uring control pair for the resolution, and a syscall
+//! profile of every server from one extra slice under strace.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use crate::cli::{DriverChoice, EngineChoice, Network, Peer, PeersArgs, RunArgs, StraceSlices};
+use crate::engine::build;
+use crate::model::{ForeignServer, Launch, Profile, ServerConfig};
+
+/// A path as one shell word.
+fn quoted(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
+}
+
+/// How each peer is started (`bin`: peers/'s release binaries).
+fn command(peer: Peer, root: &Path, bin: &Path) -> String {
+    let peers = root.join("peers");
+    match peer {
+        Peer::Floor => quoted(&bin.join("floor")),
+        Peer::Hyper => quoted(&bin.join("peer-hyper")),
+        Peer::Actix => quoted(&bin.join("peer-actix")),
+        Peer::MayMinihttp => quoted(&bin.join("peer-may-minihttp")),
+        Peer::Nginx => format!("{} {{port}}", quoted(&peers.join("nginx.sh"))),
+        Peer::Haproxy => format!("haproxy -db -f {}", quoted(&peers.join("haproxy.cfg"))),
+    }
+}
+
+/// The program a peer needs from the system, with the flag that makes it answer.
+fn system_program(peer: Peer) -> Option<(&'static str, &'static str)> {
+    match peer {
+        Peer::Nginx => Some(("nginx", "-v")),
+        Peer::Haproxy => Some(("haproxy", "-v")),
+        _ => None,
+    }
+}
+
+/// The run's arguments: every peer as a foreign server beside io_uring, rx and legacy.
+pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs> {
+    let mut only = a.only.clone();
+    only.sort();
+    only.dedup();
+    for peer in &only {
+        if let Some((program, flag)) = system_program(*peer) {
+            if std::process::Command::new(program)
+                .arg(flag)
+                .output()
+                .is_err()
+            {
+                bail!(
+                    "{program} is not installed (apt-get install {program}), or leave it out: --only {}",
+                    Peer::ALL
+                        .iter()
+                        .filter(|p| *p != peer)
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+            }
+        }
+    }
+    let floor_only_get = a.routes.0.iter().any(|r| r != "GET:/");
+    if floor_only_get && only.contains(&Peer::Floor) {
+        eprintln!("bench-runner: the floor answers every request alike; left out of --routes other than GET:/");
+        only.retain(|p| *p != Peer::Floor);
+    }
+    let bin = if a.dry_run {
+        root.join("target/peers/release")
+    } else {
+        eprintln!("bench-runner: building the peers (peers/, release)…");
+        build::peers(root)?
+    };
+    let servers = only
+        .iter()
+        .map(|&peer| ForeignServer {
+            name: peer.name().to_string(),
+            launch: Launch::Cmd(command(peer, root, &bin)),
+            env: vec![],
+        })
+        .collect();
+    Ok(RunArgs {
+        rounds: a.rounds,
+        slice: a.slice,
+        slice_warmup: a.slice_warmup,
+        conns: a.conns.clone(),
+        routes: a.routes.clone(),
+        profiles: vec![Profile::Relaxed],
+        configs: vec![
+            ServerConfig::IoUring,
+            ServerConfig::Rx,
+            ServerConfig::Legacy,
+        ],
+        servers,
+        strace: StraceSlices::All,
+        quick: a.quick,
+        dry_run: a.dry_run,
+        seed: a.seed,
+        engine: EngineChoice::Native,
+        driver: DriverChoice::Rxload,
+        server_cpus: a.server_cpus.clone(),
+        load_cpus: a.load_cpus.clone(),
+        network: Network::Host,
+        target_host: "127.0.0.1".into(),
+        port: a.port,
+        out: a.out.clone(),
+        no_build: false,
+        label: Some("peers".into()),
+    })
+}
