@@ -19,6 +19,8 @@ pub struct Config {
     pub max_body: u64,
     /// Bytes a connection's receive buffer starts with (nginx's `client_header_buffer_size`).
     pub recv_buffer: usize,
+    /// io_uring: one multishot receive per connection into a provided-buffer ring.
+    pub recv_multishot: bool,
 }
 
 /// A receive buffer holds a benchmark's request (under 200 bytes) several times over, and two
@@ -79,18 +81,18 @@ impl Config {
             };
         let backend = choice(&read, "APP_BACKEND", BackendChoice::Auto)?;
         let epoll_mode = choice(&read, "APP_EPOLL_MODE", EpollMode::Rx)?;
-        let pin = match read("APP_PIN") {
-            None => false,
-            Some((_, v)) if v == "0" => false,
-            Some((_, v)) if v == "1" => true,
-            Some((knob, v)) => {
-                return Err(BadKnob {
-                    knob,
-                    value: v,
-                    expected: "0 or 1".into(),
-                })
-            }
+        let switch = |knob: &'static str| match read(knob) {
+            None => Ok(false),
+            Some((_, v)) if v == "0" => Ok(false),
+            Some((_, v)) if v == "1" => Ok(true),
+            Some((knob, v)) => Err(BadKnob {
+                knob,
+                value: v,
+                expected: "0 or 1".into(),
+            }),
         };
+        let pin = switch("APP_PIN")?;
+        let recv_multishot = switch("APP_RECV_MULTISHOT")?;
         let workers = match read("APP_WORKERS") {
             None => None,
             Some(_) => Some(number("APP_WORKERS", 1, 1024, 1)? as usize),
@@ -107,6 +109,7 @@ impl Config {
             max_body: number("APP_MAX_BODY", 0, 1 << 40, 1 << 20)?,
             recv_buffer: number("APP_RECV_BUFFER", 256, 1 << 20, DEFAULT_RECV_BUFFER as u64)?
                 as usize,
+            recv_multishot,
         })
     }
 
@@ -178,6 +181,7 @@ mod tests {
             ("APP_SEND_TIMEOUT", "0"),
             ("APP_MAX_BODY", "1e9"),
             ("APP_RECV_BUFFER", "16"),
+            ("APP_RECV_MULTISHOT", "yes"),
         ] {
             let err = with(&[(knob, value)]).unwrap_err();
             assert_eq!(err.knob, knob);

@@ -43,7 +43,7 @@ Configuration is read from the environment; see docs/runtime-config.md:
   APP_PORT (3000), APP_WORKERS (CPUs in the affinity mask), APP_PIN (0),
   APP_BACKEND (auto|io_uring|epoll), APP_EPOLL_MODE (rx|oneshot|legacy),
   APP_HEADER_TIMEOUT (10 s), APP_KEEPALIVE_TIMEOUT (15 s), APP_SEND_TIMEOUT (30 s),
-  APP_MAX_BODY (1048576 bytes), APP_RECV_BUFFER (2048 bytes).";
+  APP_MAX_BODY (1048576 bytes), APP_RECV_BUFFER (2048 bytes), APP_RECV_MULTISHOT (0).";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -181,6 +181,7 @@ fn serve() -> Result<(), String> {
         let reactor_config = reactor::Config {
             backend: config.backend,
             epoll_mode: config.epoll_mode,
+            recv_multishot: config.recv_multishot,
             ..reactor::Config::default()
         };
         let settings = Settings {

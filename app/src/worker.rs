@@ -152,8 +152,13 @@ impl Worker {
                 .map_err(|e| e.to_io())?;
             self.date.refresh();
             let now = Instant::now();
-            for event in events.drain(..) {
-                self.on_event(event, now);
+            // What handling completes at once (a send the socket took whole) is handled in
+            // this turn too, not one poll later.
+            while !events.is_empty() {
+                for event in events.drain(..) {
+                    self.on_event(event, now);
+                }
+                self.reactor.take_completed(&mut events);
             }
             if control.snapshot.load(Ordering::Relaxed)
                 && control.snapshot.swap(false, Ordering::Relaxed)

@@ -22,11 +22,15 @@ Examples:
   cargo run --release -p bench-runner -- --routes GET:/,GET:/user/0,POST:/user
   cargo run --release -p bench-runner -- report results/latest
   cargo run --release -p bench-runner -- export-benchmarker /tmp/bench
+  cargo run --release -p bench-runner -- peers             beside nginx, HAProxy, hyper, actix-web,
+                                                           may-minihttp and the floor (~17 min)
+  cargo run --release -p bench-runner -- --engine native --server 'mine=cmd:./my-server --port {port}'
 
 Method (docs/methodology.md): every server runs for the whole run; a round drives each
-(server, connection level, route) once for one slice, in a fresh random order; ratios pair
-two servers' slices by round and come with a 95 % bootstrap interval; the io_uring control
-pair (the same server twice) gives the run's resolution."
+(server, connection level, route) once for one slice, in a fresh random order (blocks of one
+level and route, every server once); ratios pair two servers' slices by round and come with
+a 95 % bootstrap interval; the io_uring control pair (the same server twice) gives the run's
+resolution."
 )]
 pub struct Cli {
     #[command(subcommand)]

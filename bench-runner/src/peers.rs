@@ -90,8 +90,10 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs> {
         conns: a.conns.clone(),
         routes: a.routes.clone(),
         profiles: vec![Profile::Relaxed],
+        // The control (io_uring twice) gives the run's resolution, as in the matrix.
         configs: vec![
             ServerConfig::IoUring,
+            ServerConfig::IoUringControl,
             ServerConfig::Rx,
             ServerConfig::Legacy,
         ],

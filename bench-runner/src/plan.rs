@@ -59,17 +59,32 @@ impl Plan {
         self.cells().len() * self.rounds as usize
     }
 
-    /// Round `round`'s order (rounds count from 1): every cell once, shuffled by a generator
-    /// seeded with the run's seed and the round, so a recorded seed reproduces the schedule.
+    /// Round `round`'s order (rounds count from 1): every cell once, in blocks — one per
+    /// (connection level, route), each visiting every server — with the blocks and the
+    /// servers within each shuffled by a generator seeded with the run's seed and the round,
+    /// so a recorded seed reproduces the schedule. Every comparison pairs two servers at the
+    /// same level and route, so the two slices of a pair are at most one block apart: the
+    /// machine's drift between them is that of seconds, not of the whole round.
     pub fn round_order(&self, round: u32) -> Vec<Cell> {
-        let mut cells = self.cells();
         let mut rng =
             Pcg64::seed_from_u64(self.seed ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        // Fisher–Yates.
-        for i in (1..cells.len()).rev() {
-            cells.swap(i, below(&mut rng, i + 1));
+        let mut blocks: Vec<(u32, usize)> = self
+            .conns
+            .iter()
+            .flat_map(|&conns| (0..self.routes.len()).map(move |route| (conns, route)))
+            .collect();
+        shuffle(&mut blocks, &mut rng);
+        let mut order = Vec::with_capacity(self.cells().len());
+        for (conns, route) in blocks {
+            let mut servers: Vec<usize> = (0..self.servers.len()).collect();
+            shuffle(&mut servers, &mut rng);
+            order.extend(servers.into_iter().map(|server| Cell {
+                server,
+                conns,
+                route,
+            }));
         }
-        cells
+        order
     }
 
     /// The measuring time: every slice's warm-up, window and overhead (server start-up and
@@ -131,6 +146,13 @@ impl Plan {
     }
 }
 
+/// Fisher–Yates.
+fn shuffle<T>(items: &mut [T], rng: &mut Pcg64) {
+    for i in (1..items.len()).rev() {
+        items.swap(i, below(rng, i + 1));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +211,24 @@ mod tests {
         assert!(firsts.len() > 10, "{}", firsts.len());
         assert_eq!(plan(42).round_order(7), p.round_order(7));
         assert_ne!(plan(43).round_order(7), p.round_order(7));
+    }
+
+    #[test]
+    fn a_pair_is_at_most_one_block_apart() {
+        let p = plan(3);
+        let block = p.servers.len();
+        for round in 1..=p.rounds {
+            let order = p.round_order(round);
+            for chunk in order.chunks(block) {
+                // One (connection level, route) per block, every server in it once.
+                assert!(chunk
+                    .iter()
+                    .all(|c| (c.conns, c.route) == (chunk[0].conns, chunk[0].route)));
+                let mut servers: Vec<usize> = chunk.iter().map(|c| c.server).collect();
+                servers.sort();
+                assert_eq!(servers, (0..block).collect::<Vec<_>>());
+            }
+        }
     }
 
     #[test]

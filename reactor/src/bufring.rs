@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use io_uring::types::BufRingEntry;
 use io_uring::Submitter;
 
-use crate::sys::Errno;
+use crate::sys::{Errno, Sys};
 
 pub(crate) struct BufRing {
     entries: NonNull<BufRingEntry>,
@@ -36,6 +36,7 @@ impl BufRing {
     /// Allocates `count` (a power of two) buffers of `buf_size` bytes and registers them as
     /// buffer group `group`.
     pub fn new(
+        sys: &mut Sys,
         submitter: &Submitter<'_>,
         count: u16,
         buf_size: usize,
@@ -73,10 +74,9 @@ impl BufRing {
             ring.recycle(bid);
         }
         ring.publish();
-        // SAFETY: `entries` holds `count` entries and lives until after the group is
-        // unregistered (module invariant).
-        unsafe { submitter.register_buf_ring_with_flags(entries.as_ptr() as u64, count, group, 0) }
-            .map_err(Errno::from)?;
+        // SAFETY: `entries` holds `count` page-aligned entries and lives until after the group
+        // is unregistered (module invariant).
+        unsafe { sys.register_buf_ring(submitter, entries.as_ptr() as u64, count, group) }?;
         Ok(ring)
     }
 

@@ -72,7 +72,7 @@ pub(crate) struct Epoll {
     /// Connections to receive before the next wait (RX path).
     queued: Vec<Conn>,
     events: Vec<libc::epoll_event>,
-    pending: Vec<Event>,
+    pub(crate) pending: Vec<Event>,
     /// The previous poll waited; with completions pending, this one may skip the wait.
     waited_last: bool,
     pub sys: Sys,
@@ -80,11 +80,7 @@ pub(crate) struct Epoll {
 
 impl Epoll {
     pub fn new(config: &Config, wake_fd: RawFd) -> Result<Epoll, Errno> {
-        // SAFETY: plain syscall; the result is checked before being owned.
-        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epfd < 0 {
-            return Err(std::io::Error::last_os_error().into());
-        }
+        let epfd = crate::sys::epoll_create()?;
         let mut epoll = Epoll {
             // SAFETY: epoll_create1 returned a fresh fd owned by nobody else.
             epfd: unsafe { std::os::fd::FromRawFd::from_raw_fd(epfd) },

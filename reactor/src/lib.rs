@@ -332,10 +332,8 @@ pub struct Waker {
 
 impl Waker {
     pub fn wake(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a live u64 to an eventfd we keep open via the Arc.
-        // EAGAIN (counter saturated) still leaves the reactor woken.
-        unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        // The Arc keeps the eventfd open for as long as any Waker can write to it.
+        sys::eventfd_write(self.fd.as_raw_fd());
     }
 }
 
@@ -432,7 +430,7 @@ impl Reactor {
     /// Accepts connections from a listening socket (made non-blocking here); each arrives as
     /// [`Event::Accepted`].
     pub fn listen(&mut self, listener: OwnedFd) -> Result<ListenerId, Errno> {
-        set_nonblocking(listener.as_raw_fd())?;
+        dispatch!(self, b => b.sys.set_nonblocking(listener.as_raw_fd()))?;
         dispatch!(self, b => b.listen(listener))
     }
 
@@ -449,7 +447,7 @@ impl Reactor {
 
     /// Takes over an already connected socket (made non-blocking here).
     pub fn register(&mut self, fd: OwnedFd) -> Result<Conn, Errno> {
-        set_nonblocking(fd.as_raw_fd())?;
+        dispatch!(self, b => b.sys.set_nonblocking(fd.as_raw_fd()))?;
         Ok(dispatch!(self, b => b.register(fd)))
     }
 
@@ -505,6 +503,14 @@ impl Reactor {
         self.poll_batch(events, timeout, 1)
     }
 
+    /// Moves to `events` what completed during the caller's own calls since the last poll —
+    /// a send written at once, a receive served from bytes already in hand — so that the
+    /// caller handles them in the turn that caused them instead of one poll later. No
+    /// syscall; a caller that never asks gets them from the next poll, as before.
+    pub fn take_completed(&mut self, events: &mut Vec<Event>) {
+        dispatch!(self, b => events.append(&mut b.pending))
+    }
+
     /// Whether [`Reactor::poll_batch`] can wait for a batch (io_uring on kernel 6.12+).
     pub fn batches_waits(&self) -> bool {
         matches!(&self.backend, Backend::Uring(b) if b.batches_waits())
@@ -524,17 +530,6 @@ impl Reactor {
             Backend::Uring(b) => b.poll(events, timeout, batch),
         }
     }
-}
-
-pub(crate) fn set_nonblocking(fd: RawFd) -> Result<(), Errno> {
-    // SAFETY: fcntl on an fd the caller owns; no pointers involved.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(std::io::Error::last_os_error().into());
-        }
-    }
-    Ok(())
 }
 
 /// Milliseconds for epoll_wait, rounded up so that a short timeout does not spin.

@@ -1,9 +1,14 @@
 //! The only place the event loop makes system calls. Each wrapper bumps one counter of the
 //! reactor that owns it (plain integers: a reactor never leaves its thread), so the counts are
-//! cheap enough to stay on in release builds and are exactly what the loop did.
+//! cheap enough to stay on in release builds and are exactly what the loop did. The io_uring
+//! calls the io-uring crate makes (enter, register) are made from here too, through its
+//! `Submitter`. Setup (one eventfd, one epoll_create1 or io_uring_setup per reactor) and the
+//! waker's write (another thread's) live here as well, uncounted: the counters are the loop's.
 
 use std::fmt;
 use std::os::fd::RawFd;
+
+use io_uring::{types, IoUring, Submitter};
 
 /// An errno value. Small and `Copy` so that it can travel in events and setup reports.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -102,6 +107,7 @@ syscalls! {
     Close => "close",
     Shutdown => "shutdown",
     Setsockopt => "setsockopt",
+    Ioctl => "ioctl",
     Read => "read",
     IoUringEnter => "io_uring_enter",
     IoUringRegister => "io_uring_register",
@@ -290,6 +296,15 @@ impl Sys {
         .map(drop)
     }
 
+    /// `O_NONBLOCK` on a descriptor the reactor did not open itself: one `ioctl(FIONBIO)`, as
+    /// mio does, where `fcntl` takes a get and a set.
+    pub fn set_nonblocking(&mut self, fd: RawFd) -> Result<(), Errno> {
+        self.counts.bump(Syscall::Ioctl);
+        let on: libc::c_int = 1;
+        // SAFETY: FIONBIO reads one c_int through the pointer, which points to a live local.
+        check(unsafe { libc::ioctl(fd, libc::FIONBIO, &on) }).map(drop)
+    }
+
     /// Drains an eventfd (the waker).
     pub fn read_eventfd(&mut self, fd: RawFd) {
         self.counts.bump(Syscall::Read);
@@ -299,14 +314,82 @@ impl Sys {
         unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
     }
 
-    pub fn count_io_uring_enter(&mut self) {
+    /// Submits what is queued without waiting (the submission queue is full).
+    pub fn io_uring_submit(&mut self, submitter: &Submitter<'_>) -> Result<usize, Errno> {
         self.counts.bump(Syscall::IoUringEnter);
+        submitter.submit().map_err(Errno::from)
     }
 
-    /// For `io_uring_register` calls made through the io-uring crate's `Submitter`.
-    pub fn count_io_uring_register(&mut self) {
-        self.counts.bump(Syscall::IoUringRegister);
+    /// Submits what is queued and waits for `want` completions: at most `timeout` (`None`:
+    /// as long as it takes), and with `min_wait_usec` > 0 returning after that long with
+    /// whatever arrived (kernel 6.12's min-wait).
+    pub fn io_uring_enter(
+        &mut self,
+        submitter: &Submitter<'_>,
+        want: usize,
+        timeout: Option<&types::Timespec>,
+        min_wait_usec: u32,
+    ) -> Result<usize, Errno> {
+        self.counts.bump(Syscall::IoUringEnter);
+        let result = match (timeout, min_wait_usec) {
+            (None, 0) => submitter.submit_and_wait(want),
+            (None, usec) => {
+                submitter.submit_with_args(want, &types::SubmitArgs::new().min_wait_usec(usec))
+            }
+            (Some(ts), usec) => submitter.submit_with_args(
+                want,
+                &types::SubmitArgs::new().timespec(ts).min_wait_usec(usec),
+            ),
+        };
+        result.map_err(Errno::from)
     }
+
+    /// Registers `count` ring entries at `entries` as provided-buffer group `group`.
+    ///
+    /// # Safety
+    ///
+    /// `entries` points to `count` page-aligned `BufRingEntry`s that stay allocated, and are
+    /// written only as the buffer-ring protocol allows, until the group is unregistered.
+    pub unsafe fn register_buf_ring(
+        &mut self,
+        submitter: &Submitter<'_>,
+        entries: u64,
+        count: u16,
+        group: u16,
+    ) -> Result<(), Errno> {
+        self.counts.bump(Syscall::IoUringRegister);
+        // SAFETY: forwarded to the caller (this function's contract).
+        unsafe { submitter.register_buf_ring_with_flags(entries, count, group, 0) }
+            .map_err(Errno::from)
+    }
+
+    pub fn unregister_buf_ring(
+        &mut self,
+        submitter: &Submitter<'_>,
+        group: u16,
+    ) -> Result<(), Errno> {
+        self.counts.bump(Syscall::IoUringRegister);
+        submitter.unregister_buf_ring(group).map_err(Errno::from)
+    }
+}
+
+/// Creates an io_uring as `builder` says (setup: not counted).
+pub(crate) fn io_uring_setup(builder: &io_uring::Builder, entries: u32) -> Result<IoUring, Errno> {
+    builder.build(entries).map_err(Errno::from)
+}
+
+/// Creates an epoll instance (setup: not counted).
+pub(crate) fn epoll_create() -> Result<RawFd, Errno> {
+    // SAFETY: plain syscall; the result is checked.
+    check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })
+}
+
+/// Adds one to an eventfd's counter: a [`crate::Waker`]'s wake, made by another thread, so
+/// counted by no reactor. EAGAIN (counter saturated) still leaves the reactor woken.
+pub(crate) fn eventfd_write(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64; `fd` is an eventfd the caller keeps open.
+    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
 }
 
 /// An eventfd; creation and `wake` are not counted (setup, and another thread's work).

@@ -42,8 +42,20 @@ const MULTISHOT_GROUP: u16 = 0;
 /// `IORING_RECVSEND_POLL_FIRST` (kernel 5.19), from include/uapi/linux/io_uring.h.
 const IORING_RECVSEND_POLL_FIRST: u16 = 1;
 
-fn user_data(op: u64, slot: u32) -> u64 {
-    (op << 56) | u64::from(slot)
+/// Bits of a connection's slab generation carried in its operations' `user_data`.
+const GENERATION_MASK: u32 = (1 << 24) - 1;
+
+/// A connection operation's `user_data`: the op in the top byte, 24 bits of the connection's
+/// generation (as epoll's token carries one), then its slot — so that a completion is matched
+/// to the connection it was for, not merely to whichever occupies the slot now.
+fn conn_data(op: u64, conn: Conn) -> u64 {
+    (op << 56) | (u64::from(conn.generation & GENERATION_MASK) << 32) | u64::from(conn.slot)
+}
+
+/// The `user_data` of an operation that is no connection's: a listener's (its index), the
+/// waker's, or one whose completion carries nothing to act on (`OP_IGNORE`).
+fn op_data(op: u64, index: u32) -> u64 {
+    (op << 56) | u64::from(index)
 }
 
 type Setup = fn(&mut io_uring::Builder);
@@ -87,7 +99,7 @@ pub(crate) struct Uring {
     single_accept: bool,
     wake_fd: RawFd,
     wake_buf: Box<u64>,
-    pending: Vec<Event>,
+    pub(crate) pending: Vec<Event>,
     cqes: Vec<(u64, i32, u32)>,
     /// Present when multishot receives are on (`Config::recv_multishot` and the kernel took
     /// the ring). Declared after `ring`, and unregistered in `Drop` before either goes.
@@ -101,8 +113,9 @@ pub(crate) struct Uring {
 impl Drop for Uring {
     fn drop(&mut self) {
         if let Some(bufring) = &self.bufring {
-            self.sys.count_io_uring_register();
-            let _ = self.ring.submitter().unregister_buf_ring(bufring.group);
+            let _ = self
+                .sys
+                .unregister_buf_ring(&self.ring.submitter(), bufring.group);
         }
     }
 }
@@ -114,7 +127,7 @@ impl Uring {
             let mut builder = IoUring::builder();
             builder.setup_cqsize(config.ring_entries.saturating_mul(4));
             apply(&mut builder);
-            match builder.build(config.ring_entries) {
+            match crate::sys::io_uring_setup(&builder, config.ring_entries) {
                 Ok(ring) => {
                     let mut uring = Uring {
                         ring,
@@ -144,8 +157,8 @@ impl Uring {
                     // the bundle flag (6.10) proves them without a failing first receive. An
                     // older kernel keeps one receive SQE per arm.
                     if config.recv_multishot && uring.ring.params().is_feature_recvsend_bundle() {
-                        uring.sys.count_io_uring_register();
                         uring.bufring = BufRing::new(
+                            &mut uring.sys,
                             &uring.ring.submitter(),
                             config
                                 .multishot_buffers
@@ -160,7 +173,7 @@ impl Uring {
                     return Ok(uring);
                 }
                 Err(e) => {
-                    last = e.into();
+                    last = e;
                     if last.0 != libc::EINVAL {
                         break; // EPERM, ENOSYS, ENOMEM: no flag set will help
                     }
@@ -183,28 +196,42 @@ impl Uring {
         self.bufring.is_some()
     }
 
-    fn push(&mut self, sqe: squeue::Entry) {
+    /// Queues `sqe`, handing the queue to the kernel first when it is full.
+    ///
+    /// # Safety
+    ///
+    /// Every buffer `sqe` points into is owned by a slab entry (or by the reactor, for the
+    /// waker) and is neither touched nor dropped until this SQE's completion is reaped: the
+    /// module's buffer invariant. [`Uring::push_plain`] is the safe way for an SQE that
+    /// points at no memory.
+    unsafe fn push(&mut self, sqe: squeue::Entry) {
         loop {
-            // SAFETY: see the module's buffer invariant; every caller upholds it.
+            // SAFETY: the memory `sqe` points at outlives it (this function's contract).
             if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
                 return;
             }
             // Submission queue full: hand it to the kernel now.
-            self.sys.count_io_uring_enter();
-            if let Err(e) = self.ring.submit() {
-                if e.raw_os_error() == Some(libc::EBUSY) {
-                    self.reap(); // completion queue full: make room first
-                }
+            if let Err(Errno(libc::EBUSY)) = self.sys.io_uring_submit(&self.ring.submitter()) {
+                self.reap(); // completion queue full: make room first
             }
         }
+    }
+
+    /// Queues an SQE that points at no memory of ours (accept without an address, poll,
+    /// shutdown, cancel, close, a multishot receive into the provided-buffer ring).
+    fn push_plain(&mut self, sqe: squeue::Entry) {
+        // SAFETY: no buffer, so nothing that could be dropped before the completion.
+        unsafe { self.push(sqe) }
     }
 
     fn arm_wake(&mut self) {
         let buf: *mut u64 = &mut *self.wake_buf;
         let sqe = opcode::Read::new(types::Fd(self.wake_fd), buf.cast(), 8)
             .build()
-            .user_data(user_data(OP_WAKE, 0));
-        self.push(sqe);
+            .user_data(op_data(OP_WAKE, 0));
+        // SAFETY: `wake_buf` is a Box the reactor owns; the ring, declared before it, goes
+        // first on drop, and the read is re-armed only after its completion.
+        unsafe { self.push(sqe) };
     }
 
     fn arm_accept(&mut self, index: u32) {
@@ -220,7 +247,7 @@ impl Uring {
         } else {
             opcode::AcceptMulti::new(fd).flags(flags).build()
         };
-        self.push(sqe.user_data(user_data(OP_ACCEPT, index)));
+        self.push_plain(sqe.user_data(op_data(OP_ACCEPT, index)));
     }
 
     pub fn listen(&mut self, listener: OwnedFd) -> Result<ListenerId, Errno> {
@@ -232,14 +259,14 @@ impl Uring {
 
     pub fn unlisten(&mut self, id: ListenerId) {
         if let Some(fd) = self.listeners.get_mut(id.0 as usize).and_then(Option::take) {
-            let cancel = opcode::AsyncCancel::new(user_data(OP_ACCEPT, id.0))
+            let cancel = opcode::AsyncCancel::new(op_data(OP_ACCEPT, id.0))
                 .build()
-                .user_data(user_data(OP_IGNORE, 0));
-            self.push(cancel);
+                .user_data(op_data(OP_IGNORE, 0));
+            self.push_plain(cancel);
             let close = opcode::Close::new(types::Fd(fd.into_raw_fd()))
                 .build()
-                .user_data(user_data(OP_IGNORE, 0));
-            self.push(close);
+                .user_data(op_data(OP_IGNORE, 0));
+            self.push_plain(close);
         }
     }
 
@@ -297,9 +324,11 @@ impl Uring {
         let sqe = opcode::Recv::new(types::Fd(fd), spare.as_mut_ptr().cast(), len)
             .ioprio(ioprio)
             .build()
-            .user_data(user_data(OP_RECV, conn.slot));
+            .user_data(conn_data(OP_RECV, conn));
         c.in_flight += 1;
-        self.push(sqe);
+        // SAFETY: the receive points into `c.recv`, which the slab entry keeps, untouched,
+        // until this completion is reaped (`on_recv` takes it back then).
+        unsafe { self.push(sqe) };
     }
 
     /// Multishot arm: delivers the stash at once if there is one, else parks the buffer for the
@@ -332,8 +361,8 @@ impl Uring {
             c.in_flight += 1;
             let sqe = opcode::RecvMulti::new(types::Fd(fd), MULTISHOT_GROUP)
                 .build()
-                .user_data(user_data(OP_RECV_MULTI, conn.slot));
-            self.push(sqe);
+                .user_data(conn_data(OP_RECV_MULTI, conn));
+            self.push_plain(sqe);
         }
     }
 
@@ -347,9 +376,11 @@ impl Uring {
         let sqe = opcode::Send::new(types::Fd(fd), rest.as_ptr(), len)
             .flags(libc::MSG_NOSIGNAL)
             .build()
-            .user_data(user_data(OP_SEND, conn.slot));
+            .user_data(conn_data(OP_SEND, conn));
         c.in_flight += 1;
-        self.push(sqe);
+        // SAFETY: the send points into `c.send`, which the slab entry keeps, untouched, until
+        // this completion is reaped (`on_send` takes it back or sends the rest then).
+        unsafe { self.push(sqe) };
     }
 
     pub fn send(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
@@ -391,9 +422,9 @@ impl Uring {
         }
         let sqe = opcode::PollAdd::new(types::Fd(fd), mask as u32)
             .build()
-            .user_data(user_data(OP_POLL, conn.slot));
+            .user_data(conn_data(OP_POLL, conn));
         c.in_flight += 1;
-        self.push(sqe);
+        self.push_plain(sqe);
         Ok(())
     }
 
@@ -401,8 +432,8 @@ impl Uring {
         if let Some((_, fd)) = self.open(conn) {
             let sqe = opcode::Shutdown::new(types::Fd(fd), libc::SHUT_WR)
                 .build()
-                .user_data(user_data(OP_IGNORE, 0));
-            self.push(sqe);
+                .user_data(op_data(OP_IGNORE, 0));
+            self.push_plain(sqe);
         }
     }
 
@@ -421,17 +452,17 @@ impl Uring {
         ];
         let idle = c.in_flight == 0;
         for (_, op) in in_flight.into_iter().filter(|(busy, _)| *busy) {
-            let sqe = opcode::AsyncCancel::new(user_data(op, conn.slot))
+            let sqe = opcode::AsyncCancel::new(conn_data(op, conn))
                 .build()
-                .user_data(user_data(OP_IGNORE, 0));
-            self.push(sqe);
+                .user_data(op_data(OP_IGNORE, 0));
+            self.push_plain(sqe);
         }
         // In-flight operations hold their own reference to the socket, so closing the number
         // now is safe; their completions (ECANCELED, usually) release the slot.
         let sqe = opcode::Close::new(types::Fd(fd.into_raw_fd()))
             .build()
-            .user_data(user_data(OP_IGNORE, 0));
-        self.push(sqe);
+            .user_data(op_data(OP_IGNORE, 0));
+        self.push_plain(sqe);
         if idle {
             self.conns.remove(conn);
         }
@@ -448,27 +479,15 @@ impl Uring {
         } else {
             Some(Duration::ZERO)
         };
-        self.sys.count_io_uring_enter();
-        let submitter = self.ring.submitter();
         let (want, min_wait) = match (wait, self.batch_wait_usec) {
             (Some(Duration::ZERO), _) | (_, None) => (1, 0),
             (_, Some(usec)) => (batch.max(1), usec),
         };
-        let result = match wait {
-            None if want == 1 => submitter.submit_and_wait(1),
-            None => {
-                let args = types::SubmitArgs::new().min_wait_usec(min_wait);
-                submitter.submit_with_args(want, &args)
-            }
-            Some(d) => {
-                let ts = types::Timespec::from(d);
-                let args = types::SubmitArgs::new()
-                    .timespec(&ts)
-                    .min_wait_usec(min_wait);
-                submitter.submit_with_args(want, &args)
-            }
-        };
-        match result.map_err(Errno::from) {
+        let ts = wait.map(types::Timespec::from);
+        let result = self
+            .sys
+            .io_uring_enter(&self.ring.submitter(), want, ts.as_ref(), min_wait);
+        match result {
             Ok(_) | Err(Errno(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
             Err(e) => return Err(e),
         }
@@ -485,13 +504,12 @@ impl Uring {
                 .map(|c| (c.user_data(), c.result(), c.flags())),
         );
         for &(ud, res, flags) in &cqes {
-            let slot = ud as u32;
             match ud >> 56 {
-                OP_RECV => self.on_recv(slot, res),
-                OP_RECV_MULTI => self.on_recv_multi(slot, res, flags),
-                OP_SEND => self.on_send(slot, res),
-                OP_POLL => self.on_poll(slot, res),
-                OP_ACCEPT => self.on_accept(slot, res, flags),
+                OP_RECV => self.on_recv(ud, res),
+                OP_RECV_MULTI => self.on_recv_multi(ud, res, flags),
+                OP_SEND => self.on_send(ud, res),
+                OP_POLL => self.on_poll(ud, res),
+                OP_ACCEPT => self.on_accept(ud as u32, res, flags),
                 OP_WAKE => {
                     self.pending.push(Event::Woken);
                     self.arm_wake();
@@ -506,10 +524,19 @@ impl Uring {
         }
     }
 
-    /// The connection an operation on `slot` belongs to, with its in-flight count already
+    /// The connection a completion's `user_data` names, while it still occupies its slot.
+    fn conn_of(&self, ud: u64) -> Option<Conn> {
+        let conn = self.conns.handle(ud as u32)?;
+        let generation = (ud >> 32) as u32 & GENERATION_MASK;
+        // The buffer invariant keeps a slot from being reused while an operation is in
+        // flight, so a mismatch would be a breach of it: never acted on.
+        (conn.generation & GENERATION_MASK == generation).then_some(conn)
+    }
+
+    /// The connection a completed operation belongs to, with its in-flight count already
     /// decremented; `None` (and the slot released when idle) if it was closed meanwhile.
-    fn completed(&mut self, slot: u32) -> Option<Conn> {
-        let conn = self.conns.handle(slot)?;
+    fn completed(&mut self, ud: u64) -> Option<Conn> {
+        let conn = self.conn_of(ud)?;
         let c = self.conns.get_mut(conn)?;
         c.in_flight -= 1;
         if c.fd.is_some() {
@@ -521,8 +548,8 @@ impl Uring {
         None
     }
 
-    fn on_recv(&mut self, slot: u32, res: i32) {
-        let Some(conn) = self.completed(slot) else {
+    fn on_recv(&mut self, ud: u64, res: i32) {
+        let Some(conn) = self.completed(ud) else {
             return;
         };
         let c = self.conns.get_mut(conn).expect("open");
@@ -546,13 +573,14 @@ impl Uring {
         self.pending.push(Event::Received { conn, buf, result });
     }
 
-    fn on_recv_multi(&mut self, slot: u32, res: i32, flags: u32) {
+    fn on_recv_multi(&mut self, ud: u64, res: i32, flags: u32) {
+        let target = self.conn_of(ud);
         let bufring = self
             .bufring
             .as_mut()
             .expect("multishot receives need the ring");
         let bid = cqueue::buffer_select(flags);
-        let Some(conn) = self.conns.handle(slot) else {
+        let Some(conn) = target else {
             if let Some(b) = bid {
                 bufring.recycle(b);
             }
@@ -623,15 +651,15 @@ impl Uring {
             None => {}
         }
         if stop_for_full_stash {
-            let sqe = opcode::AsyncCancel::new(user_data(OP_RECV_MULTI, slot))
+            let sqe = opcode::AsyncCancel::new(conn_data(OP_RECV_MULTI, conn))
                 .build()
-                .user_data(user_data(OP_IGNORE, 0));
-            self.push(sqe);
+                .user_data(op_data(OP_IGNORE, 0));
+            self.push_plain(sqe);
         }
     }
 
-    fn on_send(&mut self, slot: u32, res: i32) {
-        let Some(conn) = self.completed(slot) else {
+    fn on_send(&mut self, ud: u64, res: i32) {
+        let Some(conn) = self.completed(ud) else {
             return;
         };
         let c = self.conns.get_mut(conn).expect("open");
@@ -655,8 +683,8 @@ impl Uring {
         self.pending.push(Event::Sent { conn, buf, result });
     }
 
-    fn on_poll(&mut self, slot: u32, res: i32) {
-        let Some(conn) = self.completed(slot) else {
+    fn on_poll(&mut self, ud: u64, res: i32) {
+        let Some(conn) = self.completed(ud) else {
             return;
         };
         let c = self.conns.get_mut(conn).expect("open");
@@ -702,10 +730,10 @@ impl Uring {
             if error.is_out_of_resources() {
                 // Re-armed, the accept would fail again at once: paused until resume_accept.
                 if cqueue::more(flags) {
-                    let cancel = opcode::AsyncCancel::new(user_data(OP_ACCEPT, index))
+                    let cancel = opcode::AsyncCancel::new(op_data(OP_ACCEPT, index))
                         .build()
-                        .user_data(user_data(OP_IGNORE, 0));
-                    self.push(cancel);
+                        .user_data(op_data(OP_IGNORE, 0));
+                    self.push_plain(cancel);
                 }
                 return;
             }
@@ -719,5 +747,33 @@ impl Uring {
         if matches!(self.listeners.get(id.0 as usize), Some(Some(_))) {
             self.arm_accept(id.0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_completion_reaches_the_connection_it_was_for_not_a_later_occupant_of_its_slot() {
+        let wake = crate::sys::eventfd().unwrap();
+        let mut uring = Uring::new(&Config::default(), wake).unwrap();
+        let pair = || OwnedFd::from(std::os::unix::net::UnixStream::pair().unwrap().0);
+        let first = uring.register(pair());
+        let old = conn_data(OP_RECV, first);
+        assert_eq!(old >> 56, OP_RECV);
+        assert_eq!(uring.conn_of(old), Some(first));
+        uring.close(first); // idle: its slot is free at once
+        let second = uring.register(pair());
+        assert_eq!(second.slot, first.slot, "the slot is reused");
+        assert_eq!(
+            uring.conn_of(old),
+            None,
+            "the earlier occupant's completion"
+        );
+        assert_eq!(uring.conn_of(conn_data(OP_SEND, second)), Some(second));
+        drop(uring);
+        // SAFETY: the test's own eventfd, closed once, after the ring that read it.
+        unsafe { libc::close(wake) };
     }
 }

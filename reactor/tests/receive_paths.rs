@@ -450,3 +450,32 @@ fn a_batched_poll_holds_out_for_its_batch_but_not_past_the_batch_wait() {
     let r = Reactor::new(&epoll(EpollMode::Rx)).unwrap();
     assert!(!r.batches_waits());
 }
+
+#[test]
+fn a_send_the_socket_takes_whole_completes_in_the_same_turn_on_epoll() {
+    for mode in [EpollMode::Rx, EpollMode::Oneshot, EpollMode::Legacy] {
+        let mut r = Reactor::new(&epoll(mode)).unwrap();
+        let before = r.counts();
+        let (conn, mut client) = pair(&mut r);
+        // Taking over a socket the reactor did not make: one ioctl(FIONBIO), counted.
+        assert_eq!(r.counts().since(&before).get(Syscall::Ioctl), 1, "{mode}");
+        r.send(conn, b"hello".to_vec()).unwrap();
+        let waits = r.counts().get(Syscall::EpollWait);
+        let mut events = Vec::new();
+        r.take_completed(&mut events);
+        assert!(
+            matches!(&events[..], [Event::Sent { result: Ok(()), buf, .. }] if buf == b"hello"),
+            "{mode}: {events:?}"
+        );
+        assert_eq!(
+            r.counts().get(Syscall::EpollWait),
+            waits,
+            "no syscall for it"
+        );
+        let mut got = [0u8; 5];
+        client.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"hello");
+        r.take_completed(&mut events);
+        assert_eq!(events.len(), 1, "handed over once");
+    }
+}

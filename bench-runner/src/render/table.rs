@@ -124,7 +124,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         }
     );
     t += &format!(
-        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds, each driving every (server, connection level, route) once for a {:.0} ms slice after a {:.0} ms warm-up, in a fresh random order (seed {}). {} slices.\n\n",
+        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds, each driving every (server, connection level, route) once for a {:.0} ms slice after a {:.0} ms warm-up, in a fresh random order within blocks of one connection level and route (seed {}). {} slices.\n\n",
         st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_s * 1000.0, st.slice_warmup_s * 1000.0, st.seed, raw.slices.len()
     );
     t += &resolution_text(s);

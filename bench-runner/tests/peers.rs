@@ -1,0 +1,144 @@
+//! `bench-runner peers`: every peer starts, is measured with the same slices as this project's
+//! server, and gets a syscall profile; the results land in their own folder.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
+const PEERS: [&str; 6] = [
+    "floor",
+    "nginx",
+    "haproxy",
+    "hyper",
+    "actix",
+    "may-minihttp",
+];
+
+fn installed(program: &str) -> bool {
+    Command::new(program).arg("-v").output().is_ok()
+}
+
+fn json(path: PathBuf) -> serde_json::Value {
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn the_plan_holds_every_peer_beside_ours_and_the_control() {
+    let out = Command::new(RUNNER)
+        .args(["peers", "--dry-run", "--quick"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let servers = text.lines().find(|l| l.starts_with("servers: ")).unwrap();
+    for name in ["io_uring", "io_uring-control", "rx", "legacy"]
+        .iter()
+        .chain(&PEERS)
+    {
+        assert!(
+            servers.contains(&format!("relaxed/{name}")),
+            "{name}: {servers}"
+        );
+    }
+    let bad = Command::new(RUNNER)
+        .args(["peers", "--only", "lighttpd"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("lighttpd"));
+}
+
+#[test]
+fn a_quick_peers_run_measures_every_peer_and_profiles_its_syscalls() {
+    let missing: Vec<&str> = ["nginx", "haproxy"]
+        .into_iter()
+        .filter(|p| !installed(p))
+        .collect();
+    if !missing.is_empty() {
+        // The run refuses, naming what to install; the rest of the test needs them.
+        let out = Command::new(RUNNER)
+            .args(["peers", "--quick"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("apt-get install"),
+            "{err}"
+        );
+        assert!(
+            std::env::var_os("RXBENCH_REQUIRE_DOCKER").is_none(),
+            "CI installs {missing:?} (.ci/run)"
+        );
+        let line = format!("SKIPPED a_quick_peers_run: {missing:?} not installed\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        return;
+    }
+    let out_dir = std::env::temp_dir().join(format!("rxbench-peers-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let result = Command::new(RUNNER)
+        .args([
+            "peers", "--quick", "--conns", "64", "--port", "3930", "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{err}");
+    let latest = out_dir.join("peers-latest");
+    let folder = std::fs::read_link(&latest).expect("peers-latest points at the run");
+    assert!(folder.to_string_lossy().starts_with("peers-"), "{folder:?}");
+    let dir = out_dir.join(folder);
+    let summary = json(dir.join("summary.json"));
+    let raw = json(dir.join("raw.json"));
+    for name in ["io_uring", "rx", "legacy"].iter().chain(&PEERS) {
+        let row = summary["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["config"] == *name)
+            .unwrap_or_else(|| panic!("no row for {name}"));
+        assert!(row["flag"].is_null(), "{name}: {row}");
+        assert_eq!(row["rounds_ok"], 5, "{name}: {row}");
+        assert!(row["cpu_us_per_request"].as_f64().unwrap() > 0.0, "{name}");
+        let record = raw["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"]["config"] == *name)
+            .unwrap();
+        let strace = &record["strace"];
+        assert!(strace["error"].is_null(), "{name}: {strace}");
+        assert!(strace["requests"].as_u64().unwrap() > 0, "{name}: {strace}");
+    }
+    // The floor pays one recv and one send a request, and little else.
+    let floor = raw["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"]["config"] == "floor")
+        .unwrap();
+    let requests = floor["strace"]["requests"].as_f64().unwrap();
+    let per = |name: &str| floor["strace"]["calls"][name].as_f64().unwrap_or(0.0) / requests;
+    assert!((0.9..1.2).contains(&per("recvfrom")), "{}", floor["strace"]);
+    assert!((0.9..1.2).contains(&per("sendto")), "{}", floor["strace"]);
+    // Every configuration of ours is compared with every peer, and the control gives the
+    // resolution.
+    let comparisons = summary["comparisons"].as_array().unwrap();
+    for peer in PEERS {
+        assert!(
+            comparisons.iter().any(|c| c["config"] == "rx"
+                && c["baseline"] == peer
+                && c["metric"] == "cpu_per_request"),
+            "rx vs {peer}"
+        );
+    }
+    assert!(summary["resolution_worst"]["cpu_per_request"]
+        .as_f64()
+        .is_some());
+    std::fs::remove_dir_all(&out_dir).ok();
+}
