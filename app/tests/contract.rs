@@ -194,6 +194,17 @@ fn launch<'a>(env: &'a [(&'a str, &'a str)], deny: Option<i32>) -> Launch<'a> {
 fn io_uring() {
     battery(
         launch(&[("APP_BACKEND", "io_uring")], None),
+        "backend=io_uring io_uring=active(defer_taskrun+single_issuer,recv_multishot)",
+    );
+}
+
+#[test]
+fn io_uring_with_a_receive_sqe_per_request() {
+    battery(
+        launch(
+            &[("APP_BACKEND", "io_uring"), ("APP_RECV_MULTISHOT", "0")],
+            None,
+        ),
         "backend=io_uring io_uring=active(defer_taskrun+single_issuer)",
     );
 }
