@@ -38,18 +38,21 @@ for line in open(syms):
     if m:
         rows.append((float(m.group(1)), m.group(2) == "k", m.group(3).strip()))
 phases = [
-    ("kernel: TCP send (tcp_sendmsg, the loopback transmit)", True,
-     r"tcp_sendmsg|tcp_write_xmit|tcp_transmit|__tcp_push|ip_output|ip_finish|__dev_queue|loopback_xmit|dev_hard_start|__ip_queue_xmit|ip_local_out|sock_sendmsg|__sys_sendto|skb_copy_datagram_from|tcp_skb_entail|__alloc_skb|kmalloc_reserve|tcp_stream_alloc"),
-    ("kernel: TCP receive (softirq, tcp_recvmsg)", True,
-     r"tcp_v4_rcv|tcp_rcv|tcp_recvmsg|ip_rcv|ip_local_deliver|__netif_receive|netif_rx|process_backlog|net_rx_action|__napi|tcp_data_queue|tcp_ack|tcp_event_data|sock_def_readable|skb_copy_datagram_iter|tcp_cleanup_rbuf|__skb_datagram|skb_release|kfree_skb|__kfree_skb|sock_recvmsg|__sys_recvfrom|tcp_clean_rtx|tcp_v4_do_rcv|__inet_lookup"),
+    # On loopback the sender's own softirq runs the receive path, so send and receive are
+    # one phase here.
+    ("kernel: TCP/IP (send, loopback delivery, receive)", True,
+     r"tcp|ip_|ipv4|inet|skb|__dev|dev_|netif|napi|net_rx|loopback|sock_|sk_|__sys_send|__sys_recv|__x64_sys_send|__x64_sys_recv|raw_local_deliver|validate_xmit|eth_type|__netdev|rps_|kfree|kmem_cache|__alloc|kmalloc|page_frag|copy_to_user|copy_from_user|_copy_|__check_object|check_heap|memcg|refill_stock|mod_memcg|__sk"),
+    ("kernel: netfilter (iptables/conntrack: Docker's rules see every packet)", True,
+     r"nf_|ipt_|iptable|conntrack|xt_|hash_conntrack"),
+    ("kernel: locks and interrupt masking", True, r"_raw_spin|spin_lock|irqrestore|irqsave|local_bh|__local_bh|preempt"),
     ("kernel: epoll", True, r"ep_|epoll|__fget|fput|fdget"),
     ("kernel: io_uring", True, r"io_|__io_"),
-    ("kernel: syscall entry and exit", True, r"entry_SYSCALL|do_syscall|syscall_exit|syscall_return|exit_to_user|__x64_sys|x64_sys_call|srso|retbleed|__entry_text"),
-    ("kernel: scheduler and wait", True, r"schedule|finish_task|__switch|pick_next|dequeue|enqueue|try_to_wake|psi_|update_curr|hrtimer|cpuidle|do_idle|native_safe_halt"),
+    ("kernel: syscall entry and exit", True, r"entry_SYSCALL|do_syscall|syscall_exit|syscall_return|exit_to_user|x64_sys_call|srso|retbleed|__entry_text|__x64_sys"),
+    ("kernel: scheduler and wait", True, r"schedule|finish_task|__switch|pick_next|dequeue|enqueue|try_to_wake|psi_|update_curr|hrtimer|cpuidle|do_idle|native_safe_halt|__wake_up|autoremove|default_wake"),
     ("kernel: other", True, r"."),
     ("user: HTTP (parse, respond)", False, r"httparse|http::|respond|Head::read|process|itoa|route"),
-    ("user: reactor and worker", False, r"reactor::|server::worker|Worker|Epoll|Uring|on_|poll|arm|dispatch"),
-    ("user: allocation and copies", False, r"malloc|free|realloc|memcpy|memmove|memset|alloc::|RawVec|__libc"),
+    ("user: reactor and worker", False, r"reactor::|server::worker|Worker|Epoll|Uring|on_|poll|arm|dispatch|io_uring::"),
+    ("user: allocation and copies", False, r"malloc|free|realloc|memcpy|memmove|memset|alloc::|RawVec|__libc|cfree"),
     ("user: other", False, r"."),
 ]
 totals = {name: 0.0 for name, _, _ in phases}
