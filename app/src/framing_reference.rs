@@ -248,12 +248,12 @@ fn chunk_size(line: &[u8]) -> Option<u128> {
     }
     let digits = &line[..hex];
     let significant = &digits[digits.iter().position(|&d| d != b'0').unwrap_or(hex)..];
-    if significant.len() > 32 {
-        return Some(u128::MAX);
+    match significant.len() {
+        0 => Some(0),
+        // More than 128 bits: past any body limit, whatever it spells.
+        n if n > 32 => Some(u128::MAX),
+        _ => u128::from_str_radix(std::str::from_utf8(significant).ok()?, 16).ok(),
     }
-    u128::from_str_radix(std::str::from_utf8(significant).ok()?, 16)
-        .ok()
-        .or(Some(0))
 }
 
 /// `field-name ":" OWS field-value OWS` with a token name: a trailer line.

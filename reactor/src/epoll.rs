@@ -1,7 +1,8 @@
 //! The epoll backend: one poller, two registration paths.
 //!
-//! - RX path (`EpollMode::Rx`): a connection is added once, `EPOLLIN|EPOLLRDHUP|EPOLLET`.
-//!   Readiness sets `readable`; an armed buffer is filled straight away. A short read means the
+//! - RX path (`EpollMode::Rx`): a connection is added once,
+//!   `EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`, and never modified: a send that fills the socket
+//!   waits for the OUT edge. Readiness sets `readable`; an armed buffer is filled straight away. A short read means the
 //!   socket is drained (unless the peer hung up), so no EAGAIN recv follows. A full buffer, or an
 //!   edge while nothing is armed, leaves `readable` set: the next arm queues the connection and
 //!   it is received before the next wait, so no byte waits behind an edge already consumed.

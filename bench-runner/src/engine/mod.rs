@@ -178,7 +178,11 @@ impl Engine {
         let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), spec.port))
             .ok()?
             .next()?;
-        std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
+        // A blocking connect, so off the async workers' backs.
+        tokio::task::block_in_place(|| {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+        })
+        .ok()?;
         Some(Startup {
             line: format!("accepting on {addr} (a foreign server: no start-up line expected)"),
             backend: "foreign".into(),
