@@ -12,7 +12,7 @@
 //! the same way. One asymmetry is allowed, because the reference waits for whole lines: where
 //! the stream stops inside a request, the server may already have refused it.
 
-use crate::http::{After, Connection, Limits, MAX_HEAD};
+use crate::http::{After, Connection, Limits, Stamp, MAX_HEAD};
 
 /// Header fields httparse is given room for; more is a refusal (as in the server).
 const MAX_FIELDS: usize = 64;
@@ -304,13 +304,13 @@ fn chunked_end(stream: &[u8], mut at: usize, max_body: u64) -> Result<Option<usi
 /// The server's reading of `stream`, fed one byte at a time as a worker would get it: the offset
 /// at which each answer was produced, and how it ended.
 pub fn served(stream: &[u8], limits: Limits) -> Framing {
-    const DATE: &str = "Mon, 30 Nov 2026 16:00:00 GMT";
+    let stamp = Stamp::new("Mon, 30 Nov 2026 16:00:00 GMT".into());
     let (mut conn, mut buf, mut out) = (Connection::default(), Vec::new(), Vec::new());
     let mut ends = Vec::new();
     for (i, &b) in stream.iter().enumerate() {
         buf.push(b);
         let written = out.len();
-        let p = conn.process(&buf, &mut out, DATE, limits);
+        let p = conn.process(&buf, &mut out, &stamp, limits);
         buf.drain(..p.consumed);
         ends.extend(std::iter::repeat_n(i + 1, p.requests as usize));
         if p.after == After::Close {

@@ -77,9 +77,10 @@ struct Session {
     last_activity: Instant,
 }
 
+/// The Date header and the answers built from it, remade when the second changes.
 struct DateCache {
     second: u64,
-    value: String,
+    stamp: http::Stamp,
 }
 
 impl DateCache {
@@ -88,7 +89,7 @@ impl DateCache {
         let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         if second != self.second {
             self.second = second;
-            self.value = httpdate::fmt_http_date(now);
+            self.stamp = http::Stamp::new(httpdate::fmt_http_date(now));
         }
     }
 }
@@ -117,7 +118,7 @@ impl Worker {
             live: 0,
             date: DateCache {
                 second: u64::MAX,
-                value: String::new(),
+                stamp: http::Stamp::new(String::new()),
             },
             stats: Stats {
                 requests: 0,
@@ -301,12 +302,12 @@ impl Worker {
 
     fn on_data(&mut self, conn: Conn, now: Instant) {
         let (limits, recv_buffer) = (self.settings.limits, self.settings.recv_buffer);
-        let date = &self.date.value;
+        let stamp = &self.date.stamp;
         let Some(s) = self.sessions[conn.index()].as_mut() else {
             return;
         };
         let mut input = s.input.take().expect("data just arrived");
-        let progress = s.http.process(&input, &mut s.out, date, limits);
+        let progress = s.http.process(&input, &mut s.out, stamp, limits);
         self.stats.requests += progress.requests;
         input.drain(..progress.consumed);
         let partial = !input.is_empty() || s.http.in_body();

@@ -260,7 +260,8 @@ pub struct RunArgs {
     #[arg(long = "server", value_name = "NAME=cmd:COMMAND|image:IMAGE[,ENV=VALUE]", value_parser = foreign_server)]
     pub servers: Vec<ForeignServer>,
     /// Syscall profiles: one extra slice per server under `strace -c -f` after the rounds,
-    /// at the first connection level and route (native servers; needs strace)
+    /// at the first connection level and route (native servers and a local engine's containers;
+    /// needs strace and the right to ptrace)
     #[arg(long, value_enum, default_value_t = StraceSlices::Foreign)]
     pub strace: StraceSlices,
     /// A smoke run: 5 rounds of 200 ms + 300 ms slices (explicit --rounds/--slice win)

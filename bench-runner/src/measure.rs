@@ -523,7 +523,7 @@ impl Run<'_> {
             .context("the server is not running")?;
         let pid = engine
             .pid(server)
-            .context("its process is not visible from here (a container)")?;
+            .context("its process is not visible from here (a container of a remote engine)")?;
         let file = self.dir.join(format!(
             "strace-{}-{}.txt",
             spec.key.profile.name(),

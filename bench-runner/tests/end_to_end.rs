@@ -1065,3 +1065,123 @@ fn a_foreign_server_is_measured_beside_ours_and_one_that_cannot_start_is_a_resul
     assert!(table.contains("## Syscall profiles"), "{table}");
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
+
+/// A stranger's image as `--server NAME=image:…` would get it: the floor (peers/floor), built
+/// static into a scratch image whose entrypoint is the server, told its port by `$PORT`.
+/// Returns its tag; the caller removes it.
+fn floor_image() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let target = root.join("target/peers-static");
+    let status = Command::new(env!("CARGO"))
+        .current_dir(root.join("peers"))
+        .env("CARGO_TARGET_DIR", &target)
+        .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        .args(["build", "--release", "-q", "-p", "floor"])
+        .args(["--target", "x86_64-unknown-linux-gnu"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "building the floor statically failed");
+    let context = std::env::temp_dir().join(format!("rxbench-floor-image-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&context);
+    std::fs::create_dir_all(&context).unwrap();
+    std::fs::copy(
+        target.join("x86_64-unknown-linux-gnu/release/floor"),
+        context.join("floor"),
+    )
+    .unwrap();
+    std::fs::write(
+        context.join("Dockerfile"),
+        "FROM scratch\nCOPY floor /floor\nENTRYPOINT [\"/floor\"]\n",
+    )
+    .unwrap();
+    let tag = format!("rxbench-e2e-floor:{}", std::process::id());
+    let out = Command::new("docker")
+        .args(["build", "-q", "-t", &tag])
+        .arg(&context)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&context).ok();
+    assert!(
+        out.status.success(),
+        "docker build of the floor image: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tag
+}
+
+/// `--server NAME=image:…`: a foreign image runs in a container beside ours, under the
+/// engine's default profile, is compared with rx slice by slice, takes its CPU from its
+/// cgroup, and gets a syscall profile from strace attached, from the host, to the container's
+/// init; no container is left.
+#[test]
+fn a_foreign_image_is_measured_in_a_container_with_its_syscall_profile() {
+    if !available_or_skip(
+        docker_reachable(),
+        "a_foreign_image_is_measured_in_a_container",
+        "no Docker engine answers",
+    ) {
+        return;
+    }
+    let image = floor_image();
+    let server = format!("floor=image:{image}");
+    let result = std::panic::catch_unwind(|| {
+        run(
+            "foreign-image",
+            &[
+                "--engine",
+                "docker",
+                "--quick",
+                "--conns",
+                "64",
+                "--profiles",
+                "default",
+                "--configs",
+                "rx",
+                "--server",
+                &server,
+                "--port",
+                "3981",
+            ],
+        )
+    });
+    Command::new("docker")
+        .args(["rmi", "-f", &image])
+        .output()
+        .unwrap();
+    let (dir, summary) = result.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    let floor = row(&summary, "default", "floor");
+    assert_eq!(floor["backend_observed"], "foreign");
+    assert!(floor["flag"].is_null(), "{floor}");
+    assert_eq!(floor["rounds_ok"], 5, "{floor}");
+    assert!(floor["cpu_us_per_request"].as_f64().unwrap() > 0.0);
+    let against = comparison(&summary, "rx", "floor", "cpu_per_request");
+    assert_eq!(against["pairs"], 5, "{against}");
+    let raw = json(dir.join("raw.json"));
+    let notes = raw["notes"].to_string();
+    assert!(
+        notes.contains("server CPU time from cgroup"),
+        "a local engine's containers: CPU from their cgroups: {notes}"
+    );
+    let record = raw["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"]["config"] == "floor")
+        .unwrap()
+        .clone();
+    let strace = &record["strace"];
+    assert!(
+        strace["error"].is_null(),
+        "strace of the container: {strace}"
+    );
+    let requests = strace["requests"].as_f64().unwrap();
+    assert!(requests > 0.0, "{strace}");
+    let per_request = |name: &str| strace["calls"][name].as_f64().unwrap_or(0.0) / requests;
+    // The floor: one recv and one send a request, whatever the libc names them.
+    let recvs = per_request("recvfrom") + per_request("read");
+    let sends = per_request("sendto") + per_request("write");
+    assert!((0.9..1.3).contains(&recvs), "{strace}");
+    assert!((0.9..1.3).contains(&sends), "{strace}");
+    assert_eq!(rxbench_containers(), 0, "containers left behind");
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}

@@ -321,11 +321,11 @@ impl Epoll {
     }
 
     fn on_conn_event(&mut self, conn: Conn, bits: u32) {
-        let rx_path = self.on_rx_path(conn);
+        let mode = self.mode;
         let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
-        if !rx_path {
+        if mode != EpollMode::Rx || c.taken_over {
             c.registered = 0; // the one-shot fired
         }
         let readable = bits & (IN | RDHUP | HUP | ERR) != 0;
@@ -351,21 +351,16 @@ impl Epoll {
         self.update_registration(conn);
     }
 
-    fn on_rx_path(&self, conn: Conn) -> bool {
-        self.mode == EpollMode::Rx && self.conns.get(conn).is_some_and(|c| !c.taken_over)
-    }
-
     /// Brings the kernel's registration in line with what the connection waits for.
     fn update_registration(&mut self, conn: Conn) {
-        let rx_path = self.on_rx_path(conn);
-        let epfd = self.epfd.as_raw_fd();
+        let (mode, epfd) = (self.mode, self.epfd.as_raw_fd());
         let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
         let fd = c.fd.as_raw_fd();
         let hint = fdtable::registration(fd, c.fd_gen);
         let t = token(KIND_CONN, conn.slot, conn.generation);
-        let result = if rx_path {
+        let result = if mode == EpollMode::Rx && !c.taken_over {
             // Readable and writable, edge-triggered, once: a send that fills the socket waits
             // for the OUT edge its EAGAIN arms (as HAProxy's poller does), with no MOD to add
             // OUT and none to drop it.

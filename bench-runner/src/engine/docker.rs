@@ -36,6 +36,9 @@ pub struct Container {
     /// Set when the log stream ends: the container stopped.
     ended: Arc<AtomicBool>,
     cpu: CpuSource,
+    /// The container's init as this host numbers it, when its cgroup proves it is this
+    /// container's (the engine is local): what `strace -p` attaches to.
+    host_pid: Option<i32>,
 }
 
 /// Where a container's CPU time is read.
@@ -181,8 +184,13 @@ impl Docker {
         }
         let ended = Arc::new(AtomicBool::new(false));
         self.follow_logs(&id, lines.clone(), ended.clone());
-        let cpu = self.cpu_source(&id).await;
-        Ok(Container { id, ended, cpu })
+        let (cpu, host_pid) = self.cpu_source(&id).await;
+        Ok(Container {
+            id,
+            ended,
+            cpu,
+            host_pid,
+        })
     }
 
     /// Copies the container's stdout and stderr, line by line, into `lines` until it stops.
@@ -211,8 +219,8 @@ impl Docker {
 
     /// The container's cgroup CPU counter, if this process can see it: the engine's host is
     /// this host, and the container's init is in our /proc with a cgroup named after the
-    /// container.
-    async fn cpu_source(&self, id: &str) -> CpuSource {
+    /// container — and then that init's pid, which is this host's.
+    async fn cpu_source(&self, id: &str) -> (CpuSource, Option<i32>) {
         let pid = self
             .docker
             .inspect_container(id, None)
@@ -222,14 +230,14 @@ impl Docker {
             .and_then(|s| s.pid)
             .filter(|&p| p > 0);
         let Some(pid) = pid else {
-            return CpuSource::StatsApi;
+            return (CpuSource::StatsApi, None);
         };
         let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
-            return CpuSource::StatsApi;
+            return (CpuSource::StatsApi, None);
         };
         match cgroup_cpu_file(&text, id, std::path::Path::new("/sys/fs/cgroup")) {
-            Some(src) if read_cgroup(&src).is_some() => src,
-            _ => CpuSource::StatsApi,
+            Some(src) if read_cgroup(&src).is_some() => (src, i32::try_from(pid).ok()),
+            _ => (CpuSource::StatsApi, None),
         }
     }
 
@@ -250,6 +258,10 @@ impl Docker {
             }
             src => read_cgroup(src),
         }
+    }
+
+    pub fn host_pid(c: &Container) -> Option<i32> {
+        c.host_pid
     }
 
     pub fn cpu_source_of(c: &Container) -> &CpuSource {

@@ -199,11 +199,12 @@ impl Engine {
         }
     }
 
-    /// The server's process id on this host, where this process can see it (native).
+    /// The server's process id on this host, where this process can see it: a native child,
+    /// or a container of a local engine (its init, found through its cgroup).
     pub fn pid(&self, s: &Server) -> Option<i32> {
         match &s.handle {
             Handle::Native(p) => Some(native::Native::pid(p)),
-            Handle::Docker(_) => None,
+            Handle::Docker(c) => docker::Docker::host_pid(c),
         }
     }
 
