@@ -259,6 +259,11 @@ pub struct RunArgs {
     /// environment. It has no counters: its CPU and latency are measured from outside
     #[arg(long = "server", value_name = "NAME=cmd:COMMAND|image:IMAGE[,ENV=VALUE]", value_parser = foreign_server)]
     pub servers: Vec<ForeignServer>,
+    /// A --server that every other foreign server is compared with too, paired, as this
+    /// project's configurations are (repeatable; `peers` makes the floor one): how far each
+    /// server is from a responder it should not beat
+    #[arg(long = "reference", value_name = "NAME")]
+    pub references: Vec<String>,
     /// Syscall profiles: one extra slice per server under `strace -c -f` after the rounds,
     /// at the first connection level and route (native servers and a local engine's containers;
     /// needs strace and the right to ptrace)

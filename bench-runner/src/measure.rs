@@ -62,6 +62,11 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
             _ => {}
         }
     }
+    for r in &a.references {
+        if !names.contains(r.as_str()) {
+            bail!("--reference {r}: no --server of that name");
+        }
+    }
     let mut subjects: Vec<Subject> = a.configs.iter().map(|&c| Subject::Own(c)).collect();
     subjects.extend(
         a.servers
@@ -242,6 +247,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
             target_host: args.target_host.clone(),
         },
         foreign: args.servers.clone(),
+        references: args.references.clone(),
         servers: specs
             .iter()
             .map(|s| ServerRecord {

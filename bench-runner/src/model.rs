@@ -518,6 +518,9 @@ pub struct Raw {
     /// The foreign servers (`--server`) among `servers`, by name.
     #[serde(default)]
     pub foreign: Vec<ForeignServer>,
+    /// Foreign servers (`--reference`) the other foreign servers are compared with too.
+    #[serde(default)]
+    pub references: Vec<String>,
     pub servers: Vec<ServerRecord>,
     pub slices: Vec<Slice>,
     /// Notes for the reader (fallbacks, what a profile means on this engine).

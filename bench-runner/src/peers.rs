@@ -97,6 +97,12 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs> {
             ServerConfig::Rx,
             ServerConfig::Legacy,
         ],
+        // How far each peer is from the cheapest correct responder, paired like ours.
+        references: if only.contains(&Peer::Floor) {
+            vec![Peer::Floor.name().to_string()]
+        } else {
+            vec![]
+        },
         servers,
         strace: StraceSlices::All,
         quick: a.quick,

@@ -232,7 +232,12 @@ pub fn summarise(raw: &Raw) -> Summary {
     if routes.len() > 1 {
         route_names.push(MEAN_ROUTE.into());
     }
-    for pair in comparison_pairs(&servers) {
+    let references: Vec<Subject> = raw
+        .references
+        .iter()
+        .map(|r| Subject::Foreign(r.as_str().into()))
+        .collect();
+    for pair in comparison_pairs(&servers, &references) {
         for &conns in &raw.settings.conns {
             for route in &route_names {
                 for metric in [Metric::CpuPerRequest, Metric::Rps, Metric::P50] {
@@ -301,9 +306,13 @@ pub fn summarise(raw: &Raw) -> Summary {
 }
 
 /// Every comparison the table shows: the seed PR's before/after pairs within a profile; each
-/// of this project's configurations against each foreign server under the same profile; and
-/// each profile against `relaxed` for the same server (what the filter itself costs).
-pub fn comparison_pairs(servers: &[ServerKey]) -> Vec<(ServerKey, ServerKey)> {
+/// of this project's configurations, and each `references` server, against each (other)
+/// foreign server under the same profile; and each profile against `relaxed` for the same
+/// server (what the filter itself costs).
+pub fn comparison_pairs(
+    servers: &[ServerKey],
+    references: &[Subject],
+) -> Vec<(ServerKey, ServerKey)> {
     let mut pairs = Vec::new();
     let mut add = |a: &ServerKey, b: ServerKey| {
         if servers.contains(&b) {
@@ -321,9 +330,12 @@ pub fn comparison_pairs(servers: &[ServerKey]) -> Vec<(ServerKey, ServerKey)> {
             );
         }
     }
-    for a in servers.iter().filter(|k| k.config.own().is_some()) {
+    let subject = |k: &&ServerKey| k.config.own().is_some() || references.contains(&k.config);
+    for a in servers.iter().filter(subject) {
         for b in servers.iter().filter(|k| k.config.own().is_none()) {
-            if b.profile == a.profile {
+            // A reference is the subject against the others, not the baseline of another.
+            let both_references = references.contains(&a.config) && references.contains(&b.config);
+            if b.profile == a.profile && b.config != a.config && !both_references {
                 add(a, b.clone());
             }
         }
@@ -616,6 +628,7 @@ pub mod tests {
             started_utc: String::new(),
             commit: None,
             foreign: vec![],
+            references: vec![],
             settings: Settings {
                 rounds,
                 slice_s: 1.0,
@@ -728,7 +741,7 @@ pub mod tests {
             key(Profile::Relaxed, ServerConfig::Rx),
             key(Profile::Relaxed, ServerConfig::Legacy),
         ];
-        let pairs = comparison_pairs(&servers);
+        let pairs = comparison_pairs(&servers, &[]);
         let has = |a: usize, b: usize| pairs.contains(&(servers[a].clone(), servers[b].clone()));
         assert!(has(0, 2) && has(1, 2) && has(2, 3));
         assert_eq!(pairs.len(), 3, "{pairs:?}");
@@ -743,7 +756,7 @@ pub mod tests {
             key(Profile::Relaxed, nginx()),
             key(Profile::NoIoUring, nginx()),
         ];
-        let pairs = comparison_pairs(&servers);
+        let pairs = comparison_pairs(&servers, &[]);
         let has = |a: usize, b: usize| pairs.contains(&(servers[a].clone(), servers[b].clone()));
         assert!(has(0, 1), "rx against legacy, as before");
         assert!(has(0, 2) && has(1, 2), "each configuration against nginx");
@@ -767,6 +780,32 @@ pub mod tests {
             .comparisons
             .iter()
             .any(|c| c.config == ServerConfig::Rx && c.baseline == nginx()));
+    }
+
+    #[test]
+    fn a_reference_server_is_compared_with_every_other_foreign_server_of_its_profile() {
+        let foreign = |n: &str| Subject::Foreign(n.into());
+        let servers = [
+            key(Profile::Relaxed, ServerConfig::Rx),
+            key(Profile::Relaxed, foreign("floor")),
+            key(Profile::Relaxed, foreign("nginx")),
+            key(Profile::Relaxed, foreign("hyper")),
+            key(Profile::NoIoUring, foreign("hyper")),
+        ];
+        let pairs = comparison_pairs(&servers, &[foreign("floor")]);
+        let has = |a: usize, b: usize| pairs.contains(&(servers[a].clone(), servers[b].clone()));
+        assert!(
+            has(0, 1) && has(0, 2) && has(0, 3),
+            "ours against each, the floor included"
+        );
+        assert!(has(1, 2) && has(1, 3), "the floor against each other peer");
+        assert!(!has(2, 1) && !has(1, 1) && !has(1, 4), "{pairs:?}");
+        assert!(
+            !has(2, 3),
+            "peers that are not references are not set against each other"
+        );
+        assert_eq!(pairs.len(), 6, "{pairs:?}"); // and hyper under no-io-uring against relaxed
+        assert_eq!(comparison_pairs(&servers, &[]).len(), 4);
     }
 
     #[test]

@@ -679,6 +679,10 @@ fn bad_arguments_fail_with_a_reason() {
             "no profile left",
         ),
         (vec!["report", "/nonexistent"], "raw.json"),
+        (
+            vec!["--dry-run", "--engine", "native", "--reference", "floor"],
+            "--reference floor: no --server of that name",
+        ),
     ] {
         let out = Command::new(RUNNER).args(&args).output().unwrap();
         assert!(!out.status.success(), "{args:?}");

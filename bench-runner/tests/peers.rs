@@ -136,7 +136,13 @@ fn a_quick_peers_run_measures_every_peer_and_profiles_its_syscalls() {
                 && c["metric"] == "cpu_per_request"),
             "rx vs {peer}"
         );
+        // The floor is the reference: every other peer is set against it too.
+        let against_floor = comparisons.iter().any(|c| {
+            c["config"] == "floor" && c["baseline"] == peer && c["metric"] == "cpu_per_request"
+        });
+        assert_eq!(against_floor, peer != "floor", "floor vs {peer}");
     }
+    assert_eq!(raw["references"], serde_json::json!(["floor"]));
     assert!(summary["resolution_worst"]["cpu_per_request"]
         .as_f64()
         .is_some());

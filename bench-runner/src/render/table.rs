@@ -303,7 +303,7 @@ fn against_foreign(s: &Summary, routes: &[String]) -> String {
     }
     let mut t = String::from("## Against the foreign servers
 
-Paired ratio, this project's configuration over the foreign server, slice by slice in the same rounds (median, 95 % interval): req/s above 1 and CPU per request or P50 below 1 favour this project's server.
+Paired ratio, the server (this project's configuration, or a `--reference` server) over the foreign server it is set against, slice by slice in the same rounds (median, 95 % interval): req/s above 1 and CPU per request or P50 below 1 favour the first.
 
 | profile | server | against | conns | route | req/s | CPU per request | P50 |
 | --- | --- | --- | --- | --- | --- | --- | --- |
