@@ -164,7 +164,7 @@ impl Connection {
             if pos == input.len() {
                 return done(pos, requests, After::KeepAlive);
             }
-            // Uninitialised: filling 64 empty headers before each parse cost ~140
+            // Uninitialised: filling 64 empty headers before each parse costs ~140
             // instructions a request, a quarter of parsing a one-header head (callgrind,
             // docs/performance.md).
             let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
@@ -271,7 +271,7 @@ fn origin_path(target: &str) -> &str {
 }
 
 fn route<'a>(method: &str, target: &'a str) -> Route<&'a str> {
-    // A byte loop: paths are short, and `split('?')`'s searcher cost ~50 instructions on `/`.
+    // A byte loop: paths are short, and `split('?')`'s searcher costs ~50 instructions on `/`.
     let path = match target.bytes().position(|b| b == b'?') {
         Some(i) => &target[..i],
         None => target,
@@ -389,8 +389,8 @@ fn valid_host(v: &[u8]) -> bool {
     v.trim_ascii().iter().all(|&b| HOST_BYTES[usize::from(b)])
 }
 
-/// The bytes `valid_host` allows, one lookup each (a chain of comparisons per byte was ~100
-/// instructions for `127.0.0.1:3000`).
+/// The bytes `valid_host` allows, one lookup each (a chain of comparisons per byte costs ~100
+/// instructions on `127.0.0.1:3000`).
 static HOST_BYTES: [bool; 256] = {
     let mut table = [false; 256];
     let mut b = 0;

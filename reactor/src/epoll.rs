@@ -63,6 +63,13 @@ struct EConn {
     registered: u32,
 }
 
+impl EConn {
+    /// On the RX path: registered once, edge-triggered (not handed to `wait_ready`).
+    fn on_rx_path(&self, mode: EpollMode) -> bool {
+        mode == EpollMode::Rx && !self.taken_over
+    }
+}
+
 pub(crate) struct Epoll {
     epfd: OwnedFd,
     mode: EpollMode,
@@ -325,7 +332,7 @@ impl Epoll {
         let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
-        if mode != EpollMode::Rx || c.taken_over {
+        if !c.on_rx_path(mode) {
             c.registered = 0; // the one-shot fired
         }
         let readable = bits & (IN | RDHUP | HUP | ERR) != 0;
@@ -360,7 +367,7 @@ impl Epoll {
         let fd = c.fd.as_raw_fd();
         let hint = fdtable::registration(fd, c.fd_gen);
         let t = token(KIND_CONN, conn.slot, conn.generation);
-        let result = if mode == EpollMode::Rx && !c.taken_over {
+        let result = if c.on_rx_path(mode) {
             // Readable and writable, edge-triggered, once: a send that fills the socket waits
             // for the OUT edge its EAGAIN arms (as HAProxy's poller does), with no MOD to add
             // OUT and none to drop it.
