@@ -3,17 +3,20 @@
 # `valgrind --tool=callgrind` (cpu0, one worker) while rxload (cpu1) drives it; the counters
 # are zeroed after a warm-up and dumped after the measured load, so the dump covers exactly
 # the driver's requests (the server is idle between the two). Kernel work is not counted —
-# that is the point: servers that make the same syscalls differ only here. The top functions
-# of each dump are printed for the where-it-goes question.
+# that is the point: servers that make the same syscalls differ only here.
 # usage: scripts/callgrind.sh [-c CONNS] [-d SECONDS] SERVER...
 #   SERVER: io_uring | io_uring-single | rx | legacy | floor | nginx | hyper | actix | may-minihttp
+# Totals only: a dump asked for after a zeroing keeps the right total but puts it all under
+# `clone`. Where it goes by function needs a line-table build of the server
+# (CARGO_PROFILE_RELEASE_DEBUG=line-tables-only) and callgrind_annotate of the dump it writes
+# at exit (SIGTERM; epoll only: under valgrind io_uring_enter does not return for it).
 set -euo pipefail
 conns=64; secs=5
 while getopts c:d: o; do
   case $o in c) conns=$OPTARG ;; d) secs=$OPTARG ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n 's/^# \{0,1\}//;2,9p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n 's/^# \{0,1\}//;2,12p' "$0" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 root=$PWD
 cargo build --release -q -p server -p driver --bin server --bin rxload
@@ -64,18 +67,13 @@ for server in "$@"; do
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true; pid=
   dump=$(ls -t "$out".* | head -1) # the -d dump (the final one at exit is $out itself)
-  python3 - "$dump" "$tmp/$server.json" "$server" "$conns" "$tmp/$server.top" <<'PY'
-import json, re, sys
-dump, load, server, conns, top = sys.argv[1:6]
+  python3 - "$dump" "$tmp/$server.json" "$server" "$conns" <<'PY'
+import json, sys
+dump, load, server, conns = sys.argv[1:5]
 ir = next(int(l.split()[1]) for l in open(dump) if l.startswith(("summary:", "totals:")))
 req = json.load(open(load))["requests"]
 if req == 0:
     sys.exit(f"{server}: the driver completed no request")
 print(f"| {server} | {conns} | {req} | {ir / req:.0f} |")
 PY
-  callgrind_annotate --inclusive=no "$dump" 2>/dev/null | awk '/^ *[0-9,]+ .*\*/ || /^ *[0-9,]+ +\(/ {print}' \
-    | head -12 >"$tmp/$server.top" || true
-done
-for server in "$@"; do
-  echo; echo "top functions (self), $server:"; sed 's/^/    /' "$tmp/$server.top"
 done

@@ -2,10 +2,11 @@
 //!
 //! - RX path (`EpollMode::Rx`): a connection is added once,
 //!   `EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`, and never modified: a send that fills the socket
-//!   waits for the OUT edge. Readiness sets `readable`; an armed buffer is filled straight away. A short read means the
-//!   socket is drained (unless the peer hung up), so no EAGAIN recv follows. A full buffer, or an
-//!   edge while nothing is armed, leaves `readable` set: the next arm queues the connection and
-//!   it is received before the next wait, so no byte waits behind an edge already consumed.
+//!   waits for the OUT edge. Readiness sets `readable`; an armed buffer is filled straight
+//!   away. A short read means the socket is drained (unless the peer hung up), so no EAGAIN
+//!   recv follows. A full buffer, or an edge while nothing is armed, leaves `readable` set:
+//!   the next arm queues the connection and it is received before the next wait, so no byte
+//!   waits behind an edge already consumed.
 //! - One-shot path (`Oneshot`, `Legacy`, and any `wait_ready`): each wait is `EPOLLONESHOT`.
 //!   Oneshot re-arms with the MOD the fd-table hint calls for; Legacy always tries ADD first
 //!   (EEXIST, then MOD), as the framework that motivated rxbench did before its fix.
