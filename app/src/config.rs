@@ -1,6 +1,7 @@
 //! The server's knobs, all from the environment (docs/runtime-config.md lists each one).
 
 use std::time::Duration;
+use wire::knobs;
 
 use reactor::{BackendChoice, EpollMode};
 
@@ -79,8 +80,8 @@ impl Config {
                     }),
                 }
             };
-        let backend = choice(&read, "APP_BACKEND", BackendChoice::Auto)?;
-        let epoll_mode = choice(&read, "APP_EPOLL_MODE", EpollMode::Rx)?;
+        let backend = choice(&read, knobs::BACKEND, BackendChoice::Auto)?;
+        let epoll_mode = choice(&read, knobs::EPOLL_MODE, EpollMode::Rx)?;
         let switch = |knob: &'static str, default: bool| match read(knob) {
             None => Ok(default),
             Some((_, v)) if v == "0" => Ok(false),
@@ -91,25 +92,25 @@ impl Config {
                 expected: "0 or 1".into(),
             }),
         };
-        let pin = switch("APP_PIN", false)?;
+        let pin = switch(knobs::PIN, false)?;
         // Measured: 9 % less CPU per request than a receive SQE per request at 64
         // connections (docs/performance.md).
-        let recv_multishot = switch("APP_RECV_MULTISHOT", true)?;
-        let workers = match read("APP_WORKERS") {
+        let recv_multishot = switch(knobs::RECV_MULTISHOT, true)?;
+        let workers = match read(knobs::WORKERS) {
             None => None,
-            Some(_) => Some(number("APP_WORKERS", 1, 1024, 1)? as usize),
+            Some(_) => Some(number(knobs::WORKERS, 1, 1024, 1)? as usize),
         };
         Ok(Config {
-            port: number("APP_PORT", 0, 65535, 3000)? as u16,
+            port: number(knobs::PORT, 0, 65535, 3000)? as u16,
             workers,
             pin,
             backend,
             epoll_mode,
-            header_timeout: Duration::from_secs(number("APP_HEADER_TIMEOUT", 1, 3600, 10)?),
-            keepalive_timeout: Duration::from_secs(number("APP_KEEPALIVE_TIMEOUT", 1, 3600, 15)?),
-            send_timeout: Duration::from_secs(number("APP_SEND_TIMEOUT", 1, 3600, 30)?),
-            max_body: number("APP_MAX_BODY", 0, 1 << 40, 1 << 20)?,
-            recv_buffer: number("APP_RECV_BUFFER", 256, 1 << 20, DEFAULT_RECV_BUFFER as u64)?
+            header_timeout: Duration::from_secs(number(knobs::HEADER_TIMEOUT, 1, 3600, 10)?),
+            keepalive_timeout: Duration::from_secs(number(knobs::KEEPALIVE_TIMEOUT, 1, 3600, 15)?),
+            send_timeout: Duration::from_secs(number(knobs::SEND_TIMEOUT, 1, 3600, 30)?),
+            max_body: number(knobs::MAX_BODY, 0, 1 << 40, 1 << 20)?,
+            recv_buffer: number(knobs::RECV_BUFFER, 256, 1 << 20, DEFAULT_RECV_BUFFER as u64)?
                 as usize,
             recv_multishot,
         })

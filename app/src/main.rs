@@ -70,32 +70,6 @@ fn main() {
     std::process::exit(code);
 }
 
-/// The CPUs this process may run on (its affinity mask, which `--cpuset-cpus` sets).
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for this process.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![];
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
-fn pin_to(cpu: usize) -> std::io::Result<()> {
-    // SAFETY: as above; pins the calling thread only (pid 0 = this thread).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 fn listener(port: u16) -> std::io::Result<Socket> {
     let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
@@ -156,7 +130,7 @@ fn serve() -> Result<(), String> {
     let config = Config::from_env().map_err(|e| e.to_string())?;
     let signals = block_control_signals();
     let nofile = raise_nofile_limit();
-    let cpus = allowed_cpus();
+    let cpus = reactor::affinity::allowed();
     let workers = config.workers.unwrap_or(cpus.len().max(1));
 
     // Bind every listener before any worker starts, so a port in use is reported at once and
@@ -201,7 +175,7 @@ fn serve() -> Result<(), String> {
             .name(format!("worker-{index}"))
             .spawn(move || -> std::io::Result<Stats> {
                 if let Some(cpu) = pin {
-                    if let Err(e) = pin_to(cpu) {
+                    if let Err(e) = reactor::affinity::pin(0, &[cpu]) {
                         let _ =
                             ready.send(Err(format!("worker {index}: pinning to cpu {cpu}: {e}")));
                         return Err(e);
@@ -237,7 +211,14 @@ fn serve() -> Result<(), String> {
         .into_iter()
         .unzip();
     let report = reports.into_iter().next().ok_or("no worker started")?;
-    eprintln!("server listening on 0.0.0.0:{port} workers={workers} nofile={nofile} {report}");
+    let startup = wire::StartupLine {
+        addr: format!("0.0.0.0:{port}"),
+        workers: workers as u32,
+        nofile: Some(nofile),
+        backend: report.backend(),
+        io_uring: report.io_uring(),
+    };
+    eprintln!("{startup}");
 
     let mut snapshots_taken = 0u64;
     let sig = loop {
@@ -267,18 +248,24 @@ fn serve() -> Result<(), String> {
     let mut per_worker = Vec::new();
     for (index, h) in handles.into_iter().enumerate() {
         match h.join() {
-            Ok(Ok(stats)) => per_worker.push(stats_json(index, &stats)),
+            Ok(Ok(stats)) => per_worker.push(worker_counters(index, &stats)),
             Ok(Err(e)) => return Err(format!("worker {index} failed: {e}")),
             Err(_) => return Err(format!("worker {index} panicked")),
         }
     }
-    let line = serde_json::json!({
-        "event": "shutdown",
-        "signal": if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" },
-        "backend": report.backend(),
-        "io_uring": report.io_uring(),
-        "workers": per_worker,
-    });
+    let line = wire::CountersLine {
+        event: wire::Event::Shutdown {
+            signal: if sig == libc::SIGINT {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            }
+            .into(),
+        },
+        backend: report.backend(),
+        io_uring: report.io_uring(),
+        workers: per_worker,
+    };
     println!("{line}");
     Ok(())
 }
@@ -291,7 +278,7 @@ fn snapshot(
     replies: &mpsc::Receiver<(usize, Stats)>,
     seq: u64,
     report: &BackendReport,
-) -> serde_json::Value {
+) -> wire::CountersLine {
     // A reply to an earlier snapshot that timed out is stale now.
     while replies.try_recv().is_ok() {}
     for (control, waker) in controls.iter().zip(wakers) {
@@ -308,33 +295,33 @@ fn snapshot(
         }
     }
     let missing: Vec<usize> = (0..got.len()).filter(|&i| got[i].is_none()).collect();
-    let workers: Vec<serde_json::Value> = got
+    let workers = got
         .iter()
         .enumerate()
-        .filter_map(|(i, s)| s.as_ref().map(|s| stats_json(i, s)))
+        .filter_map(|(i, s)| s.as_ref().map(|s| worker_counters(i, s)))
         .collect();
-    serde_json::json!({
-        "event": "snapshot",
-        "seq": seq,
-        "backend": report.backend(),
-        "io_uring": report.io_uring(),
-        "workers": workers,
-        "missing_workers": missing,
-    })
+    wire::CountersLine {
+        event: wire::Event::Snapshot {
+            seq,
+            missing_workers: missing,
+        },
+        backend: report.backend(),
+        io_uring: report.io_uring(),
+        workers,
+    }
 }
 
-fn stats_json(index: usize, stats: &Stats) -> serde_json::Value {
-    let syscalls: serde_json::Map<String, serde_json::Value> = stats
-        .syscalls
-        .iter()
-        .map(|(name, n)| (name.to_string(), n.into()))
-        .collect();
-    serde_json::json!({
-        "worker": index,
-        "requests": stats.requests,
-        "connections": stats.connections,
-        "syscalls": syscalls,
-        "syscalls_total": stats.syscalls.total(),
-        "epoll_ctl_refused": stats.syscalls.epoll_ctl_refused,
-    })
+fn worker_counters(index: usize, stats: &Stats) -> wire::WorkerCounters {
+    wire::WorkerCounters {
+        worker: index,
+        requests: stats.requests,
+        connections: stats.connections,
+        syscalls: stats
+            .syscalls
+            .iter()
+            .map(|(name, n)| (name.to_string(), n))
+            .collect(),
+        syscalls_total: stats.syscalls.total(),
+        epoll_ctl_refused: stats.syscalls.epoll_ctl_refused,
+    }
 }

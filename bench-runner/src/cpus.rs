@@ -3,19 +3,7 @@
 
 use anyhow::{Context, Result};
 
-/// The CPUs this process may use.
-pub fn allowed() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data, filled by sched_getaffinity for this process.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![];
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
+pub use reactor::affinity::allowed;
 
 /// The allowed CPUs split in two halves, servers first (one CPU: both get it).
 pub fn default_split() -> (Vec<usize>, Vec<usize>) {
@@ -33,25 +21,13 @@ pub fn pin_process(cpus: &[usize]) -> Result<()> {
     if cpus.is_empty() {
         return Ok(());
     }
-    // SAFETY: as above; the set is built on the stack.
-    let set = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        set
-    };
     let tasks = std::fs::read_dir("/proc/self/task").context("listing /proc/self/task")?;
     for task in tasks.flatten() {
         let Ok(tid) = task.file_name().to_string_lossy().parse::<libc::pid_t>() else {
             continue;
         };
-        // SAFETY: sched_setaffinity reads the set we pass; a thread that has just exited
-        // gives ESRCH, which is fine to ignore.
-        let rc =
-            unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
+        // A thread that has just exited gives ESRCH, which is fine to ignore.
+        if let Err(e) = reactor::affinity::pin(tid, cpus) {
             if e.raw_os_error() != Some(libc::ESRCH) {
                 return Err(e).with_context(|| format!("sched_setaffinity({tid}, {cpus:?})"));
             }

@@ -1,14 +1,30 @@
 //! `bench-runner export-benchmarker OUT`: the server as a the-benchmarker/web-frameworks entry.
 //!
-//! Their Rust template copies `**/*.rs` and the root `Cargo.toml` into `FROM rust:1.92-slim`,
-//! runs `cargo build --release` and expects `target/release/server`. So the export is one
-//! package named `server` whose library target is the reactor (`reactor/src/lib.rs`) and whose
-//! binary is the app (`app/src/main.rs`): only .rs files and one manifest, nothing else needed
-//! to build; config.yaml and a README for the entry's reviewers come beside them.
+//! Their Rust template copies `**/*.rs` and the root `Cargo.toml` into `FROM rust:1.92-slim`
+//! (and whatever `framework.files` in config.yaml adds), runs `cargo build --release` and
+//! expects `target/release/server`. So the export is one package named `server` whose library
+//! target is the reactor (`reactor/src/lib.rs`) and whose binary is the app
+//! (`app/src/main.rs`), plus `wire` (what the server prints and reads, shared with the
+//! runner) as a path dependency whose manifest `files` lists; config.yaml and a README for
+//! the entry's reviewers come beside them.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
+
+/// `wire`'s manifest in the entry (the workspace's inherits fields the entry has no workspace
+/// for).
+const WIRE_MANIFEST: &str = r#"[package]
+name = "wire"
+version = "0.1.0"
+edition = "2021"
+rust-version = "1.92"
+
+[dependencies]
+serde = { version = "1.0", features = ["derive"] }
+serde_json = "1.0"
+thiserror = "2.0"
+"#;
 
 const MANIFEST: &str = r#"[package]
 name = "server"
@@ -42,6 +58,7 @@ httpdate = "1.0"
 itoa = "1.0"
 socket2 = { version = "0.6", features = ["all"] }
 serde_json = "1.0"
+wire = { path = "wire" }
 
 [profile.release]
 lto = true
@@ -94,7 +111,7 @@ framework:
     if let Some(w) = &links.website {
         s += &format!("  website: {w}\n");
     }
-    s += "  version: \"0.1\"\n  files:\n    - \"**/*.rs\"\n    - Cargo.toml\n";
+    s += "  version: \"0.1\"\n  files:\n    - \"**/*.rs\"\n    - Cargo.toml\n    - wire/Cargo.toml\n";
     s
 }
 
@@ -168,8 +185,11 @@ pub fn export(root: &Path, out: &Path, links: &Links) -> Result<()> {
     std::fs::write(dir.join("Cargo.toml"), MANIFEST)?;
     std::fs::write(dir.join("config.yaml"), config(links))?;
     std::fs::write(dir.join("README.md"), README)?;
+    std::fs::create_dir_all(dir.join("wire"))?;
+    std::fs::write(dir.join("wire/Cargo.toml"), WIRE_MANIFEST)?;
     let n = copy_rs(&root.join("reactor/src"), &dir.join("reactor/src"))?
-        + copy_rs(&root.join("app/src"), &dir.join("app/src"))?;
+        + copy_rs(&root.join("app/src"), &dir.join("app/src"))?
+        + copy_rs(&root.join("wire/src"), &dir.join("wire/src"))?;
     println!("wrote {} ({} source files): build with `cargo build --release` there; the binary is target/release/server", dir.display(), n);
     Ok(())
 }

@@ -12,6 +12,7 @@ use anyhow::{bail, Result};
 use crate::cli::{DriverChoice, EngineChoice, Network, Peer, PeersArgs, RunArgs, StraceSlices};
 use crate::engine::build;
 use crate::model::{ForeignServer, Launch, Profile, ServerConfig};
+use driver::target::Route;
 
 /// A path as one shell word.
 fn quoted(p: &Path) -> String {
@@ -64,12 +65,12 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs> {
             }
         }
     }
-    let floor_only_get = a.routes.0.iter().any(|r| r != "GET:/");
+    let floor_only_get = a.measure.routes.iter().any(|r| *r != Route::get_root());
     if floor_only_get && only.contains(&Peer::Floor) {
         eprintln!("bench-runner: the floor answers every request alike; left out of --routes other than GET:/");
         only.retain(|p| *p != Peer::Floor);
     }
-    let bin = if a.dry_run {
+    let bin = if a.measure.dry_run {
         root.join("target/peers/release")
     } else {
         eprintln!("bench-runner: building the peers (peers/, release)…");
@@ -84,11 +85,7 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs> {
         })
         .collect();
     Ok(RunArgs {
-        rounds: a.rounds,
-        slice: a.slice,
-        slice_warmup: a.slice_warmup,
-        conns: a.conns.clone(),
-        routes: a.routes.clone(),
+        measure: a.measure.clone(),
         profiles: vec![Profile::Relaxed],
         // The control (io_uring twice) gives the run's resolution, as in the matrix.
         configs: vec![
@@ -105,17 +102,11 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs> {
         },
         servers,
         strace: StraceSlices::All,
-        quick: a.quick,
-        dry_run: a.dry_run,
-        seed: a.seed,
         engine: EngineChoice::Native,
         driver: DriverChoice::Rxload,
-        server_cpus: a.server_cpus.clone(),
-        load_cpus: a.load_cpus.clone(),
         network: Network::Host,
         target_host: "127.0.0.1".into(),
         port: a.port,
-        out: a.out.clone(),
         no_build: false,
         label: Some("peers".into()),
     })

@@ -1,13 +1,115 @@
-//! The schedule, with no I/O: which servers are resident, which cells a round visits, and in
-//! what order (shuffled afresh each round from a recorded seed).
+//! The plan, with no I/O: the arguments turned into which servers are resident, which cells a
+//! round visits, and in what order (shuffled afresh each round from a recorded seed).
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
+use driver::target::Route;
 use rand_core::SeedableRng;
 use rand_pcg::Pcg64;
 
-use crate::model::ServerKey;
+use crate::cli::{Network, RunArgs};
+use crate::model::{Launch, Profile, ServerKey, Subject};
 use crate::stats::below;
+
+/// Arguments that make no plan, each named.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("no profile left to measure (native mode has no 'default')")]
+    NoProfile,
+    #[error("--network bridge needs a Docker engine (native mode has no networks)")]
+    BridgeNeedsDocker,
+    #[error("--server {0}: two servers of that name")]
+    DuplicateServer(String),
+    #[error("--server {name}=image:{image} needs a Docker engine; natively give cmd:COMMAND")]
+    ImageNeedsDocker { name: String, image: String },
+    #[error("--server {0}=cmd:…: commands run natively (--engine native); under Docker give image:IMAGE")]
+    CmdNeedsNative(String),
+    #[error("--reference {0}: no --server of that name")]
+    UnknownReference(String),
+    #[error("--port {port}: {servers} servers need consecutive ports from it")]
+    PortsRunOut { port: u16, servers: usize },
+}
+
+/// The plan from the arguments, once the engine is known (native mode has no engine default
+/// profile and no networks), and notes for the reader about what was left out.
+pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<String>), PlanError> {
+    let mut notes = Vec::new();
+    let mut profiles = Vec::new();
+    for &p in &a.profiles {
+        if native && p == Profile::Default {
+            notes.push("native mode: no engine, so no engine default profile; 'default' was skipped (relaxed = no filter, no-io-uring = the same EPERM filter as a seccomp filter in the child)".into());
+            continue;
+        }
+        if !profiles.contains(&p) {
+            profiles.push(p);
+        }
+    }
+    if profiles.is_empty() {
+        return Err(PlanError::NoProfile);
+    }
+    if native && a.network == Network::Bridge {
+        return Err(PlanError::BridgeNeedsDocker);
+    }
+    let mut names = BTreeSet::new();
+    for f in &a.servers {
+        if !names.insert(f.name.as_str()) {
+            return Err(PlanError::DuplicateServer(f.name.clone()));
+        }
+        match (&f.launch, native) {
+            (Launch::Image(image), true) => {
+                return Err(PlanError::ImageNeedsDocker {
+                    name: f.name.clone(),
+                    image: image.clone(),
+                })
+            }
+            (Launch::Cmd(_), false) => return Err(PlanError::CmdNeedsNative(f.name.clone())),
+            (Launch::Image(_), false) | (Launch::Cmd(_), true) => {}
+        }
+    }
+    if let Some(r) = a.references.iter().find(|r| !names.contains(r.as_str())) {
+        return Err(PlanError::UnknownReference(r.clone()));
+    }
+    let mut subjects: Vec<Subject> = a.configs.iter().map(|&c| Subject::Own(c)).collect();
+    subjects.extend(
+        a.servers
+            .iter()
+            .map(|f| Subject::Foreign(f.name.as_str().into())),
+    );
+    let mut servers = Vec::new();
+    for &profile in &profiles {
+        for config in &subjects {
+            let key = ServerKey {
+                profile,
+                config: config.clone(),
+            };
+            if !servers.contains(&key) {
+                servers.push(key);
+            }
+        }
+    }
+    if a.network == Network::Host && usize::from(a.port) + servers.len() > 65_536 {
+        return Err(PlanError::PortsRunOut {
+            port: a.port,
+            servers: servers.len(),
+        });
+    }
+    let mut conns = a.measure.conns.clone();
+    conns.sort_unstable();
+    conns.dedup();
+    Ok((
+        Plan {
+            servers,
+            conns,
+            routes: a.measure.routes.clone(),
+            rounds: a.measure.rounds(),
+            slice: a.measure.slice(),
+            warmup: a.measure.slice_warmup(),
+            seed,
+        },
+        notes,
+    ))
+}
 
 /// One cell of the matrix: a resident server at one connection level on one route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -23,8 +125,7 @@ pub struct Cell {
 pub struct Plan {
     pub servers: Vec<ServerKey>,
     pub conns: Vec<u32>,
-    /// `METHOD:/path`, as `--routes` spells them.
-    pub routes: Vec<String>,
+    pub routes: Vec<Route>,
     /// Slices per cell: a round visits every cell once.
     pub rounds: u32,
     /// Measured time per slice.
@@ -177,7 +278,7 @@ mod tests {
         Plan {
             servers,
             conns: vec![64, 256, 512],
-            routes: vec!["GET:/".into(), "POST:/user".into()],
+            routes: vec![Route::get_root(), "POST:/user".parse().unwrap()],
             rounds: 20,
             slice: Duration::from_secs(1),
             warmup: Duration::from_millis(300),

@@ -8,17 +8,22 @@ use std::process::{Command, Stdio};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
 
-/// Copies what their template copies: every .rs file and the root Cargo.toml.
-fn template_copy(from: &Path, to: &Path, root: bool) {
+/// Copies what their template copies: every .rs file, the root Cargo.toml, and the other
+/// plain paths `framework.files` lists (`extra`, relative to the entry).
+fn template_copy(from: &Path, to: &Path, root: bool, extra: &[String]) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap();
         if p.is_dir() {
-            template_copy(&p, &to.join(name), false);
+            template_copy(&p, &to.join(name), false, &[]);
         } else if p.extension().is_some_and(|x| x == "rs") || (root && name == "Cargo.toml") {
             std::fs::copy(&p, to.join(name)).unwrap();
         }
+    }
+    for file in extra {
+        std::fs::create_dir_all(to.join(file).parent().unwrap()).unwrap();
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
     }
 }
 
@@ -112,7 +117,17 @@ fn exported_crate_builds_from_a_clean_copy_and_serves_the_contract() {
     assert!(!main_rs.contains("docs/runtime-config.md") && main_rs.contains("README.md"));
 
     let clean = base.join("clean");
-    template_copy(&exported, &clean, true);
+    // `files:` entries other than the template's own globs, as their build copies them.
+    let listed: Vec<String> = framework
+        .iter()
+        .skip_while(|l| *l != "files:")
+        .skip(1)
+        .take_while(|l| l.starts_with("- "))
+        .map(|l| l.trim_start_matches("- ").trim_matches('"').to_string())
+        .filter(|f| f != "**/*.rs" && f != "Cargo.toml")
+        .collect();
+    assert_eq!(listed, ["wire/Cargo.toml"], "{config}");
+    template_copy(&exported, &clean, true, &listed);
     assert!(!clean.join("config.yaml").exists());
     let build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(&clean)

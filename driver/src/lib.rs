@@ -219,8 +219,8 @@ pub fn run_observed(
     let secs = elapsed.as_secs_f64().max(1e-9);
     Ok(Report {
         url: opts.url.text.clone(),
-        engine: backend.backend(),
-        io_uring: Some(backend.io_uring()),
+        engine: backend.backend().to_string(),
+        io_uring: Some(backend.io_uring().to_string()),
         threads: opts.threads as u64,
         connections: opts.connections as u64,
         duration_s: opts.duration.as_secs_f64(),

@@ -96,34 +96,75 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
-/// One request shape in the mix.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One request shape in the mix: `METHOD:/path` on the command line, in raw.json and in every
+/// table (one spelling, parsed and printed here only).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Route {
     pub method: String,
     pub path: String,
 }
 
+impl Route {
+    /// `GET /`.
+    pub fn get_root() -> Route {
+        Route {
+            method: "GET".into(),
+            path: "/".into(),
+        }
+    }
+}
+
+/// `GET /`, the-benchmarker's first route.
+impl Default for Route {
+    fn default() -> Route {
+        Route::get_root()
+    }
+}
+
+impl std::str::FromStr for Route {
+    type Err = TargetError;
+
+    fn from_str(r: &str) -> Result<Route, TargetError> {
+        let (method, path) = r
+            .split_once(':')
+            .ok_or_else(|| TargetError::BadRoute(r.to_string()))?;
+        let method = method.trim().to_ascii_uppercase();
+        let path = path.trim();
+        if method.is_empty()
+            || !method.bytes().all(|b| b.is_ascii_uppercase())
+            || !path.starts_with('/')
+        {
+            return Err(TargetError::BadRoute(r.to_string()));
+        }
+        Ok(Route {
+            method,
+            path: path.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.method, self.path)
+    }
+}
+
+impl serde::Serialize for Route {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Route {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Route, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// `GET:/,GET:/user/0,POST:/user`
 pub fn parse_routes(s: &str) -> Result<Vec<Route>, TargetError> {
-    s.split(',')
-        .map(|r| {
-            let (method, path) = r
-                .split_once(':')
-                .ok_or_else(|| TargetError::BadRoute(r.to_string()))?;
-            let method = method.trim().to_ascii_uppercase();
-            let path = path.trim();
-            if method.is_empty()
-                || !method.bytes().all(|b| b.is_ascii_uppercase())
-                || !path.starts_with('/')
-            {
-                return Err(TargetError::BadRoute(r.to_string()));
-            }
-            Ok(Route {
-                method,
-                path: path.to_string(),
-            })
-        })
-        .collect()
+    s.split(',').map(str::parse).collect()
 }
 
 /// The bytes of each route's request, rendered once before the run.
@@ -167,6 +208,19 @@ pub fn render_requests(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_route_prints_as_it_parses_and_travels_in_json_as_that_string() {
+        for text in ["GET:/", "POST:/user", "HEAD:/user/0"] {
+            let r: Route = text.parse().unwrap();
+            assert_eq!(r.to_string(), text);
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(json, format!("\"{text}\""));
+            assert_eq!(serde_json::from_str::<Route>(&json).unwrap(), r);
+        }
+        assert_eq!("get:/".parse::<Route>().unwrap(), Route::get_root());
+        assert!(serde_json::from_str::<Route>("\"nonsense\"").is_err());
+    }
 
     #[test]
     fn urls() {

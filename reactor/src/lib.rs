@@ -30,6 +30,7 @@
 //! std::thread::spawn(move || waker.wake()).join().unwrap();
 //! ```
 
+pub mod affinity;
 mod bufring;
 mod epoll;
 pub mod fdtable;
@@ -40,83 +41,13 @@ mod uring;
 use std::fmt;
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use sys::{Errno, Syscall, SyscallCounts};
 
-/// Which backend to run (`APP_BACKEND`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub enum BackendChoice {
-    /// io_uring when the ring can be set up, else epoll, remembering why.
-    #[default]
-    Auto,
-    /// io_uring or a start-up error naming the errno.
-    IoUring,
-    Epoll,
-}
-
-/// How the epoll backend receives (`APP_EPOLL_MODE`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub enum EpollMode {
-    /// Register each connection once, edge-triggered; receive on readiness into the armed
-    /// buffer. No `epoll_ctl` per keep-alive request.
-    #[default]
-    Rx,
-    /// `EPOLLONESHOT` waits; the per-fd hint makes each re-arm one `EPOLL_CTL_MOD`.
-    Oneshot,
-    /// `EPOLLONESHOT` waits re-armed by ADD, then MOD on EEXIST: two `epoll_ctl` per request.
-    Legacy,
-}
-
-/// A value that is not one of a knob's choices.
-#[derive(Debug, thiserror::Error)]
-#[error("'{value}' is not one of: {choices}")]
-pub struct BadChoice {
-    pub value: String,
-    pub choices: &'static str,
-}
-
-impl FromStr for BackendChoice {
-    type Err = BadChoice;
-    fn from_str(s: &str) -> Result<Self, BadChoice> {
-        match s {
-            "auto" => Ok(BackendChoice::Auto),
-            "io_uring" | "io-uring" | "uring" => Ok(BackendChoice::IoUring),
-            "epoll" => Ok(BackendChoice::Epoll),
-            _ => Err(BadChoice {
-                value: s.to_string(),
-                choices: "auto, io_uring, epoll",
-            }),
-        }
-    }
-}
-
-impl FromStr for EpollMode {
-    type Err = BadChoice;
-    fn from_str(s: &str) -> Result<Self, BadChoice> {
-        match s {
-            "rx" => Ok(EpollMode::Rx),
-            "oneshot" => Ok(EpollMode::Oneshot),
-            "legacy" => Ok(EpollMode::Legacy),
-            _ => Err(BadChoice {
-                value: s.to_string(),
-                choices: "rx, oneshot, legacy",
-            }),
-        }
-    }
-}
-
-impl fmt::Display for EpollMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            EpollMode::Rx => "rx",
-            EpollMode::Oneshot => "oneshot",
-            EpollMode::Legacy => "legacy",
-        })
-    }
-}
+// The knob values are the contract with whoever starts the server: defined in `wire`.
+pub use wire::{BackendChoice, BadChoice, EpollMode};
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -182,27 +113,29 @@ pub struct BackendReport {
 
 impl BackendReport {
     /// `io_uring` or `epoll/<mode>`.
-    pub fn backend(&self) -> String {
+    pub fn backend(&self) -> wire::Backend {
         match self.epoll_mode {
-            None => "io_uring".to_string(),
-            Some(mode) => format!("epoll/{mode}"),
+            None => wire::Backend::IoUring,
+            Some(mode) => wire::Backend::Epoll(mode),
         }
     }
 
     /// `active(<flags>)`, `active(<flags>,recv_multishot)`, `unavailable(EPERM)` or
     /// `not-tried`.
-    pub fn io_uring(&self) -> String {
+    pub fn io_uring(&self) -> wire::IoUringState {
         match self.io_uring {
-            IoUringStatus::NotTried => "not-tried".to_string(),
+            IoUringStatus::NotTried => wire::IoUringState::NotTried,
             IoUringStatus::Active {
                 setup,
-                recv_multishot: false,
-            } => format!("active({setup})"),
-            IoUringStatus::Active {
-                setup,
-                recv_multishot: true,
-            } => format!("active({setup},recv_multishot)"),
-            IoUringStatus::Unavailable(e) => format!("unavailable({})", e.name()),
+                recv_multishot,
+            } => wire::IoUringState::Active {
+                setup: setup.to_string(),
+                recv_multishot,
+            },
+            // One word: the start-up line separates its fields by spaces (`errno 95`).
+            IoUringStatus::Unavailable(e) => {
+                wire::IoUringState::Unavailable(e.name().replace(' ', "_"))
+            }
         }
     }
 }

@@ -92,6 +92,11 @@ macro_rules! syscalls {
             pub fn name(self) -> &'static str {
                 match self { $(Syscall::$variant => $name,)* }
             }
+
+            /// The syscall a counters line names, if the loop makes it.
+            pub fn from_name(name: &str) -> Option<Syscall> {
+                Syscall::ALL.iter().copied().find(|s| s.name() == name)
+            }
         }
     };
 }
@@ -111,6 +116,16 @@ syscalls! {
     Read => "read",
     IoUringEnter => "io_uring_enter",
     IoUringRegister => "io_uring_register",
+}
+
+impl Syscall {
+    /// One of `epoll_ctl`'s ops (the counters split them).
+    pub fn is_epoll_ctl(self) -> bool {
+        matches!(
+            self,
+            Syscall::EpollCtlAdd | Syscall::EpollCtlMod | Syscall::EpollCtlDel
+        )
+    }
 }
 
 /// Per-reactor syscall counts. `Copy`, so a snapshot is a plain assignment.
@@ -396,4 +411,27 @@ pub(crate) fn eventfd_write(fd: RawFd) {
 pub(crate) fn eventfd() -> Result<RawFd, Errno> {
     // SAFETY: plain syscall.
     check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Syscall;
+
+    #[test]
+    fn every_syscall_is_found_by_the_name_the_counters_line_gives_it() {
+        for &s in Syscall::ALL {
+            assert_eq!(Syscall::from_name(s.name()), Some(s));
+        }
+        assert_eq!(
+            Syscall::from_name("epoll_ctl"),
+            None,
+            "the sum is not a syscall we make"
+        );
+        let ctl: Vec<&str> = Syscall::ALL
+            .iter()
+            .filter(|s| s.is_epoll_ctl())
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(ctl, ["epoll_ctl_add", "epoll_ctl_mod", "epoll_ctl_del"]);
+    }
 }

@@ -4,7 +4,6 @@
 //! otherwise.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +18,9 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 use super::build::IMAGE;
-use super::{Lines, ServerSpec};
+use super::cgroup::{cgroup_cpu_file, read_cgroup, CpuSource};
+use super::{Engine, Lines, ServerSpec, Signal};
+use crate::cli::Network;
 use crate::model::{Launch, Profile};
 
 /// Label on every container and network the runner makes; stale ones are removed at start.
@@ -41,17 +42,6 @@ pub struct Container {
     host_pid: Option<i32>,
 }
 
-/// Where a container's CPU time is read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CpuSource {
-    /// cgroup v1 `cpuacct.usage` (nanoseconds).
-    CgroupV1(PathBuf),
-    /// cgroup v2 `cpu.stat`, `usage_usec`.
-    CgroupV2(PathBuf),
-    /// The engine's stats API (a remote engine, or a runner that cannot see the host's /proc).
-    StatsApi,
-}
-
 /// The engine, if one answers (DOCKER_HOST is honoured).
 pub async fn connect() -> Result<Docker> {
     let at = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
@@ -68,10 +58,6 @@ pub async fn connect() -> Result<Docker> {
 }
 
 impl Docker {
-    pub fn describe(&self) -> String {
-        format!("docker {}", self.version)
-    }
-
     /// Removes every container and network left by an earlier run (Ctrl-C, crash).
     pub async fn remove_stale(&self) -> Result<usize> {
         let filters: HashMap<String, Vec<String>> =
@@ -135,7 +121,7 @@ impl Docker {
         Ok(())
     }
 
-    pub async fn start(&self, spec: &ServerSpec, lines: &Lines) -> Result<Container> {
+    async fn start(&self, spec: &ServerSpec, lines: &Lines) -> Result<Container> {
         let seccomp = match spec.key.profile {
             Profile::Default => None,
             Profile::NoIoUring => Some(format!("seccomp={NO_IO_URING_PROFILE}")),
@@ -184,7 +170,7 @@ impl Docker {
         }
         let ended = Arc::new(AtomicBool::new(false));
         self.follow_logs(&id, lines.clone(), ended.clone());
-        let (cpu, host_pid) = self.cpu_source(&id).await;
+        let (cpu, host_pid) = self.find_cpu_source(&id).await;
         Ok(Container {
             id,
             ended,
@@ -220,7 +206,7 @@ impl Docker {
     /// The container's cgroup CPU counter, if this process can see it: the engine's host is
     /// this host, and the container's init is in our /proc with a cgroup named after the
     /// container — and then that init's pid, which is this host's.
-    async fn cpu_source(&self, id: &str) -> (CpuSource, Option<i32>) {
+    async fn find_cpu_source(&self, id: &str) -> (CpuSource, Option<i32>) {
         let pid = self
             .docker
             .inspect_container(id, None)
@@ -240,13 +226,74 @@ impl Docker {
             _ => (CpuSource::StatsApi, None),
         }
     }
+}
 
-    pub fn alive(&self, c: &Container) -> bool {
+impl Engine for Docker {
+    type Handle = Container;
+
+    fn describe(&self) -> String {
+        format!("docker {}", self.version)
+    }
+
+    fn is_native(&self) -> bool {
+        false
+    }
+
+    async fn prepare(&mut self, root: &std::path::Path, no_build: bool) -> Result<()> {
+        if no_build {
+            return self.check_image().await.context("--no-build");
+        }
+        eprintln!(
+            "bench-runner: engine {}; building the server image…",
+            self.describe()
+        );
+        let root = root.to_path_buf();
+        let binary =
+            tokio::task::spawn_blocking(move || super::build::static_binary(&root, "server"))
+                .await??;
+        super::build::build_server_image(&self.docker, &binary).await
+    }
+
+    async fn open(&self, network: Network) -> Result<Option<String>> {
+        let stale = self
+            .remove_stale()
+            .await
+            .context("removing stale rxbench containers")?;
+        if stale > 0 {
+            eprintln!("bench-runner: removed {stale} container(s) left by an earlier run");
+        }
+        if network == Network::Host {
+            return Ok(None);
+        }
+        let name = format!("rxbench-net-{}", std::process::id());
+        self.create_network(&name).await?;
+        Ok(Some(name))
+    }
+
+    async fn close(&self, network: Option<&str>) {
+        if let Some(net) = network {
+            self.remove_network(net).await;
+        }
+        let left = self.remove_stale().await.unwrap_or(0);
+        if left > 0 {
+            eprintln!("bench-runner: removed {left} leftover container(s)");
+        }
+    }
+
+    async fn launch(&self, spec: &ServerSpec, lines: &Lines) -> Result<Container> {
+        self.start(spec, lines).await
+    }
+
+    fn alive(&self, c: &Container) -> bool {
         !c.ended.load(Ordering::Acquire)
     }
 
-    /// Cumulative CPU time of the container, in nanoseconds.
-    pub async fn cpu_ns(&self, c: &Container) -> Option<u64> {
+    /// The container's init as this host numbers it (a local engine only).
+    fn pid(&self, c: &Container) -> Option<i32> {
+        c.host_pid
+    }
+
+    async fn cpu_ns(&self, c: &Container) -> Option<u64> {
         match &c.cpu {
             CpuSource::StatsApi => {
                 let opts = StatsOptionsBuilder::default()
@@ -260,23 +307,23 @@ impl Docker {
         }
     }
 
-    pub fn host_pid(c: &Container) -> Option<i32> {
-        c.host_pid
+    fn cpu_source(&self, c: &Container) -> &'static str {
+        match c.cpu {
+            CpuSource::CgroupV1(_) => "cgroup v1 cpuacct.usage",
+            CpuSource::CgroupV2(_) => "cgroup v2 cpu.stat",
+            CpuSource::StatsApi => "the engine's stats API",
+        }
     }
 
-    pub fn cpu_source_of(c: &Container) -> &CpuSource {
-        &c.cpu
-    }
-
-    pub async fn signal(&self, c: &Container, signal: &str) {
+    async fn signal(&self, c: &Container, signal: Signal) {
         let opts = KillContainerOptionsBuilder::default()
-            .signal(signal)
+            .signal(signal.name())
             .build();
         let _ = self.docker.kill_container(&c.id, Some(opts)).await;
     }
 
-    /// Waits (at most `limit`) for the container to stop, then removes it.
-    pub async fn reap(&self, c: Container, limit: Duration) {
+    /// Waits for the container to stop, then removes it.
+    async fn reap(&self, c: Container, limit: Duration) {
         let opts = WaitContainerOptionsBuilder::default()
             .condition("not-running")
             .build();
@@ -292,8 +339,16 @@ impl Docker {
         force_remove(&self.docker, &c.id).await;
     }
 
-    /// The container's address on `network`.
-    pub async fn address_on(&self, c: &Container, network: &str) -> Result<String> {
+    /// The container's address on the run's network; `target_host` on the host's.
+    async fn address(
+        &self,
+        c: &Container,
+        network: Option<&str>,
+        target_host: &str,
+    ) -> Result<String> {
+        let Some(network) = network else {
+            return Ok(target_host.to_string());
+        };
         let info = self.docker.inspect_container(&c.id, None).await?;
         info.network_settings
             .and_then(|n| n.networks)
@@ -301,51 +356,6 @@ impl Docker {
             .and_then(|e| e.ip_address)
             .filter(|ip| !ip.is_empty())
             .with_context(|| format!("the server container has no address on {network}"))
-    }
-}
-
-/// The CPU counter file for container `id` from its init's `/proc/PID/cgroup` text; `None`
-/// unless the cgroup path names the container (a pid seen in another host's namespace must not
-/// be read as ours).
-pub fn cgroup_cpu_file(proc_cgroup: &str, id: &str, root: &std::path::Path) -> Option<CpuSource> {
-    let mut v2 = None;
-    for line in proc_cgroup.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        if !path.contains(id) {
-            continue;
-        }
-        let rel = path.trim_start_matches('/');
-        if controllers.split(',').any(|c| c == "cpuacct") {
-            for dir in ["cpuacct", "cpu,cpuacct", "cpuacct,cpu"] {
-                let f = root.join(dir).join(rel).join("cpuacct.usage");
-                if f.exists() {
-                    return Some(CpuSource::CgroupV1(f));
-                }
-            }
-        }
-        if controllers.is_empty() {
-            v2 = Some(CpuSource::CgroupV2(root.join(rel).join("cpu.stat")));
-        }
-    }
-    v2
-}
-
-/// Reads a cgroup CPU counter, in nanoseconds.
-pub fn read_cgroup(src: &CpuSource) -> Option<u64> {
-    match src {
-        CpuSource::CgroupV1(f) => std::fs::read_to_string(f).ok()?.trim().parse().ok(),
-        CpuSource::CgroupV2(f) => {
-            let text = std::fs::read_to_string(f).ok()?;
-            let usec: u64 = text
-                .lines()
-                .find_map(|l| l.strip_prefix("usage_usec "))?
-                .trim()
-                .parse()
-                .ok()?;
-            Some(usec * 1000)
-        }
-        CpuSource::StatsApi => None,
     }
 }
 
@@ -392,34 +402,5 @@ fn locked_down(
             ..Default::default()
         }),
         ..Default::default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cgroup_counter_is_found_for_v1_and_v2_and_only_for_the_container() {
-        let root = std::env::temp_dir().join(format!("rxbench-cgroup-{}", std::process::id()));
-        let id = "0123abcd";
-        let v1 = root.join("cpuacct/docker").join(id);
-        std::fs::create_dir_all(&v1).unwrap();
-        std::fs::write(v1.join("cpuacct.usage"), "123456789\n").unwrap();
-        let text =
-            format!("4:memory:/docker/{id}\n2:cpuacct:/docker/{id}\n1:cpu:/docker/{id}\n0::/\n");
-        let src = cgroup_cpu_file(&text, id, &root).unwrap();
-        assert_eq!(src, CpuSource::CgroupV1(v1.join("cpuacct.usage")));
-        assert_eq!(read_cgroup(&src), Some(123_456_789));
-        // Another container's (or another host's) pid: its cgroup does not name our id.
-        assert_eq!(cgroup_cpu_file("2:cpuacct:/docker/ffff\n", id, &root), None);
-
-        let v2 = root.join("system.slice").join(format!("docker-{id}.scope"));
-        std::fs::create_dir_all(&v2).unwrap();
-        std::fs::write(v2.join("cpu.stat"), "usage_usec 4200\nuser_usec 4000\n").unwrap();
-        let text = format!("0::/system.slice/docker-{id}.scope\n");
-        let src = cgroup_cpu_file(&text, id, &root).unwrap();
-        assert_eq!(read_cgroup(&src), Some(4_200_000));
-        std::fs::remove_dir_all(&root).ok();
     }
 }

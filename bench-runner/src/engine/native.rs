@@ -13,10 +13,13 @@ use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 
-use super::{Lines, ServerSpec};
+use super::{Engine, Lines, ServerSpec, Signal};
+use crate::cli::Network;
 use crate::model::{Launch, Profile};
 
+#[derive(Default)]
 pub struct Native {
+    /// The server binary, once [`Engine::prepare`] built it.
     pub server: PathBuf,
 }
 
@@ -28,7 +31,7 @@ pub struct Process {
 }
 
 impl Native {
-    pub fn start(&self, spec: &ServerSpec, lines: &Lines) -> Result<Process> {
+    fn start(&self, spec: &ServerSpec, lines: &Lines) -> Result<Process> {
         let (mut cmd, what) = match spec.foreign.as_ref().map(|f| &f.launch) {
             None => (
                 Command::new(&self.server),
@@ -55,21 +58,14 @@ impl Native {
             sandbox::deny_io_uring_in_child(&mut cmd, libc::EPERM)?;
         }
         let cpus = spec.cpus.clone();
-        // SAFETY: runs in the forked child before exec: builds a cpu_set_t on the stack and
-        // calls sched_setaffinity, both async-signal-safe; nothing is allocated.
+        // SAFETY: runs in the forked child before exec; `affinity::pin` is async-signal-safe
+        // (it builds the set on the stack and makes one syscall; nothing is allocated).
         unsafe {
             cmd.pre_exec(move || {
                 if cpus.is_empty() {
                     return Ok(());
                 }
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                for &c in &cpus {
-                    libc::CPU_SET(c, &mut set);
-                }
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
+                reactor::affinity::pin(0, &cpus)
             });
         }
         let mut child = cmd.spawn().with_context(|| format!("starting {what}"))?;
@@ -83,30 +79,12 @@ impl Native {
         })
     }
 
-    pub fn alive(&self, p: &Process) -> bool {
+    fn is_running(p: &Process) -> bool {
         matches!(p.child.lock().unwrap().try_wait(), Ok(None))
     }
 
-    pub fn pid(p: &Process) -> libc::pid_t {
-        p.pid
-    }
-
-    /// The process's CPU time (all threads), in nanoseconds.
-    pub fn cpu_ns(&self, p: &Process) -> Option<u64> {
-        process_cpu_ns(p.pid)
-    }
-
-    pub fn signal(&self, p: &Process, sig: libc::c_int) {
-        if self.alive(p) {
-            let target = if p.group { -p.pid } else { p.pid };
-            // SAFETY: kill(2) on our own child (or the process group it leads), which try_wait
-            // just saw unreaped.
-            unsafe { libc::kill(target, sig) };
-        }
-    }
-
     /// Waits for the process to exit (after SIGTERM); kills it after `limit`.
-    pub fn reap(&self, p: Process, limit: std::time::Duration) {
+    fn wait_or_kill(p: Process, limit: std::time::Duration) {
         let deadline = std::time::Instant::now() + limit;
         let mut child = p.child.into_inner().unwrap();
         while matches!(child.try_wait(), Ok(None)) {
@@ -122,14 +100,84 @@ impl Native {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
+}
 
-    pub fn describe(&self) -> String {
+impl Engine for Native {
+    type Handle = Process;
+
+    fn describe(&self) -> String {
         "native".into()
     }
 
-    pub fn check(server: &Path) -> Result<()> {
-        anyhow::ensure!(server.exists(), "{} does not exist", server.display());
+    fn is_native(&self) -> bool {
+        true
+    }
+
+    async fn prepare(&mut self, root: &Path, _no_build: bool) -> Result<()> {
+        eprintln!("bench-runner: native; building the server…");
+        let root = root.to_path_buf();
+        self.server =
+            tokio::task::spawn_blocking(move || super::build::native_server(&root)).await??;
+        anyhow::ensure!(
+            self.server.exists(),
+            "{} does not exist",
+            self.server.display()
+        );
         Ok(())
+    }
+
+    async fn open(&self, network: Network) -> Result<Option<String>> {
+        anyhow::ensure!(
+            network == Network::Host,
+            "--network bridge needs a Docker engine (native mode has no networks)"
+        );
+        Ok(None)
+    }
+
+    async fn close(&self, _network: Option<&str>) {}
+
+    async fn launch(&self, spec: &ServerSpec, lines: &Lines) -> Result<Process> {
+        self.start(spec, lines)
+    }
+
+    fn alive(&self, p: &Process) -> bool {
+        Native::is_running(p)
+    }
+
+    fn pid(&self, p: &Process) -> Option<i32> {
+        Some(p.pid)
+    }
+
+    async fn cpu_ns(&self, p: &Process) -> Option<u64> {
+        process_cpu_ns(p.pid)
+    }
+
+    fn cpu_source(&self, _p: &Process) -> &'static str {
+        "the process CPU clock"
+    }
+
+    async fn signal(&self, p: &Process, signal: Signal) {
+        if Native::is_running(p) {
+            let target = if p.group { -p.pid } else { p.pid };
+            // SAFETY: kill(2) on our own child (or the process group it leads), which try_wait
+            // just saw unreaped.
+            unsafe { libc::kill(target, signal.number()) };
+        }
+    }
+
+    async fn reap(&self, p: Process, limit: std::time::Duration) {
+        tokio::task::block_in_place(|| Native::wait_or_kill(p, limit));
+        // The reader threads drain the pipes right after exit.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    async fn address(
+        &self,
+        _p: &Process,
+        _network: Option<&str>,
+        target_host: &str,
+    ) -> Result<String> {
+        Ok(target_host.to_string())
     }
 }
 

@@ -46,7 +46,13 @@ const PANEL_H: u32 = 380;
 const ROW_H: u32 = 17;
 
 pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result<()> {
-    let route = raw.settings.routes.first().cloned().unwrap_or_default();
+    let route = raw
+        .settings
+        .routes
+        .first()
+        .cloned()
+        .unwrap_or_default()
+        .to_string();
     let forest: Vec<&crate::summary::Comparison> = s
         .comparisons
         .iter()
@@ -85,7 +91,7 @@ fn bars(
                 x.server.profile == p
                     && &x.server.config == c
                     && x.conns == n
-                    && x.route == route
+                    && x.route.to_string() == route
                     && x.ok()
             })
             .filter(|x| x.utilisation(cpus).is_some_and(|u| u >= SATURATED))
@@ -97,7 +103,10 @@ fn bars(
             .find(|r| r.profile == p && &r.config == c && r.conns == n && r.route == route)?;
         let i = bootstrap_median(
             &rps,
-            seed_for(raw.settings.seed, &format!("bar{p:?}{c:?}{n}")),
+            seed_for(
+                raw.settings.seed,
+                &format!("bar{}{}{n}", p.seed_name(), c.seed_name()),
+            ),
         );
         Some(match i {
             Some(i) => (row.rps_median, i.low, i.high),

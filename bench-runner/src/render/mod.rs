@@ -9,25 +9,28 @@ mod table;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::{Machine, Raw, ServerRecord, Settings};
 use crate::summary::{summarise, Summary};
 
-#[derive(Serialize)]
-struct SummaryFile<'a> {
-    engine: &'a str,
-    machine: &'a Machine,
-    driver: &'a str,
-    started_utc: &'a str,
-    settings: &'a Settings,
-    complete: bool,
-    notes: &'a [String],
-    servers: &'a [ServerRecord],
+/// summary.json: the run's description beside its [`Summary`] (what readers of the results
+/// deserialize; the end-to-end tests do).
+#[derive(Serialize, Deserialize)]
+pub struct SummaryFile {
+    pub engine: String,
+    pub machine: Machine,
+    pub driver: String,
+    pub started_utc: String,
+    pub settings: Settings,
+    pub complete: bool,
+    pub notes: Vec<String>,
+    pub servers: Vec<ServerRecord>,
     #[serde(flatten)]
-    summary: &'a Summary,
+    pub summary: Summary,
 }
 
+/// Every output of the run in `dir`, from `raw`; returns the summary they show.
 pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let summary = summarise(raw);
@@ -36,17 +39,18 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary> {
             .with_context(|| format!("writing {}", dir.join(name).display()))
     };
     let file = SummaryFile {
-        engine: &raw.engine,
-        machine: &raw.machine,
-        driver: &raw.driver,
-        started_utc: &raw.started_utc,
-        settings: &raw.settings,
+        engine: raw.engine.clone(),
+        machine: raw.machine.clone(),
+        driver: raw.driver.clone(),
+        started_utc: raw.started_utc.clone(),
+        settings: raw.settings.clone(),
         complete: raw.complete,
-        notes: &raw.notes,
-        servers: &raw.servers,
-        summary: &summary,
+        notes: raw.notes.clone(),
+        servers: raw.servers.clone(),
+        summary,
     };
     write("summary.json", serde_json::to_string_pretty(&file)?)?;
+    let summary = file.summary;
     let markdown = table::markdown(raw, &summary);
     write("table.md", markdown.clone())?;
     write("results.csv", table::csv(&summary))?;

@@ -124,8 +124,8 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         }
     );
     t += &format!(
-        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds, each driving every (server, connection level, route) once for a {:.0} ms slice after a {:.0} ms warm-up, in a fresh random order within blocks of one connection level and route (seed {}). {} slices.\n\n",
-        st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_s * 1000.0, st.slice_warmup_s * 1000.0, st.seed, raw.slices.len()
+        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds, each driving every (server, connection level, route) once for a {:.0} ms slice after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
+        st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_s * 1000.0, st.slice_warmup_s * 1000.0, raw.schedule().describe(), st.seed, raw.slices.len()
     );
     t += &resolution_text(s);
     for n in &raw.notes {
@@ -136,7 +136,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     }
     t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then its 95 % bootstrap interval in brackets. `≈` means the interval contains no change: this run cannot tell the two apart, whatever the medians say. req/s is the median over slices in which the server was saturated (≥ {:.0} % CPU); CPU per request is the server's CPU time over the slice divided by the requests answered in it — the steadier of the two on a shared machine. ⚠: the server did not run what its column claims (see the evidence).\n\n", SATURATED * 100.0);
 
-    let mut routes = st.routes.clone();
+    let mut routes = st.route_names();
     if routes.len() > 1 {
         routes.push(MEAN_ROUTE.into());
     }

@@ -5,7 +5,12 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::model::{ForeignServer, Launch, Profile, ServerConfig};
+mod values;
+use driver::target::Route;
+pub use values::foreign_server;
+use values::{duration, duration_or_zero, route};
+
+use crate::model::{ForeignServer, Profile, ServerConfig};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -104,7 +109,8 @@ impl Peer {
 
 #[derive(clap::Args, Debug)]
 pub struct PeersArgs {
-    /// Which peers
+    /// Which peers (the floor answers every request with an empty 200, so it is left out of
+    /// any --routes but GET:/)
     #[arg(
         long,
         value_enum,
@@ -112,43 +118,11 @@ pub struct PeersArgs {
         default_value = "floor,nginx,haproxy,hyper,actix,may-minihttp"
     )]
     pub only: Vec<Peer>,
-    /// Slices per cell [default: 24; --quick: 5]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub rounds: Option<u32>,
-    /// Measured time per slice [default: 1s; --quick: 300ms]
-    #[arg(long, value_parser = duration)]
-    pub slice: Option<Duration>,
-    /// Load before each slice's measured window [default: 300ms; --quick: 200ms]
-    #[arg(long, value_parser = duration_or_zero)]
-    pub slice_warmup: Option<Duration>,
-    /// Connection levels
-    #[arg(long, value_delimiter = ',', default_value = "64,256,512", value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub conns: Vec<u32>,
-    /// Routes (the floor answers every request with an empty 200, so it is left out of any
-    /// route but GET:/)
-    #[arg(long, default_value = "GET:/", value_parser = routes)]
-    pub routes: RouteList,
-    /// A smoke run: 5 rounds of 200 ms + 300 ms slices
-    #[arg(long)]
-    pub quick: bool,
-    /// Print the plan and its ETA, run nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Seed of the slice order
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// CPUs for the servers. Default: the first half
-    #[arg(long, value_delimiter = ',')]
-    pub server_cpus: Option<Vec<usize>>,
-    /// CPUs for the load generator. Default: the second half
-    #[arg(long, value_delimiter = ',')]
-    pub load_cpus: Option<Vec<usize>>,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
     /// First server port (server i listens on PORT+i)
     #[arg(long, default_value_t = 3100)]
     pub port: u16,
-    /// Results directory
-    #[arg(long, default_value = "results")]
-    pub out: PathBuf,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -217,8 +191,10 @@ pub const QUICK_ROUNDS: u32 = 5;
 pub const QUICK_SLICE: Duration = Duration::from_millis(300);
 pub const QUICK_SLICE_WARMUP: Duration = Duration::from_millis(200);
 
-#[derive(clap::Args, Debug)]
-pub struct RunArgs {
+#[derive(clap::Args, Debug, Clone)]
+/// What every measuring command shares: the rounds and slices, the levels and routes, where
+/// driver and servers run, and where results go.
+pub struct MeasureArgs {
     /// Slices per cell: each round visits every cell once [default: 24; --quick: 5]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rounds: Option<u32>,
@@ -233,8 +209,34 @@ pub struct RunArgs {
     pub conns: Vec<u32>,
     /// Routes, each measured as its own cell (and their mean reported, the figure
     /// the-benchmarker publishes), e.g. GET:/,GET:/user/0,POST:/user
-    #[arg(long, default_value = "GET:/", value_parser = routes)]
-    pub routes: RouteList,
+    #[arg(long, value_delimiter = ',', default_value = "GET:/", value_parser = route)]
+    pub routes: Vec<Route>,
+    /// A smoke run: 5 rounds of 200 ms + 300 ms slices (explicit --rounds/--slice win)
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the plan and its ETA, run nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seed of the slice order (recorded in raw.json; the same seed gives the same schedule)
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// CPUs for the servers (every server's cpuset; APP_WORKERS = their count). Default: the
+    /// first half
+    #[arg(long, value_delimiter = ',')]
+    pub server_cpus: Option<Vec<usize>>,
+    /// CPUs for the load generator (one driver thread each) and the runner. Default: the
+    /// second half
+    #[arg(long, value_delimiter = ',')]
+    pub load_cpus: Option<Vec<usize>>,
+    /// Results directory (a timestamped folder is made inside, and `latest` points to it)
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
     /// Seccomp profiles
     #[arg(
         long,
@@ -269,29 +271,12 @@ pub struct RunArgs {
     /// needs strace and the right to ptrace)
     #[arg(long, value_enum, default_value_t = StraceSlices::Foreign)]
     pub strace: StraceSlices,
-    /// A smoke run: 5 rounds of 200 ms + 300 ms slices (explicit --rounds/--slice win)
-    #[arg(long)]
-    pub quick: bool,
-    /// Print the plan and its ETA, run nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Seed of the slice order (recorded in raw.json; the same seed gives the same schedule)
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Where the servers run
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
     /// Load generator
     #[arg(long, value_enum, default_value_t = DriverChoice::Rxload)]
     pub driver: DriverChoice,
-    /// CPUs for the servers (every server's cpuset; APP_WORKERS = their count). Default: the
-    /// first half
-    #[arg(long, value_delimiter = ',')]
-    pub server_cpus: Option<Vec<usize>>,
-    /// CPUs for the load generator (one driver thread each) and the runner. Default: the
-    /// second half
-    #[arg(long, value_delimiter = ',')]
-    pub load_cpus: Option<Vec<usize>>,
     /// Network between driver and servers
     #[arg(long, value_enum, default_value_t = Network::Host)]
     pub network: Network,
@@ -302,9 +287,6 @@ pub struct RunArgs {
     /// First server port (host network: server i listens on PORT+i; bridge: all on PORT)
     #[arg(long, default_value_t = 3000)]
     pub port: u16,
-    /// Results directory (a timestamped folder is made inside, and `latest` points to it)
-    #[arg(long, default_value = "results")]
-    pub out: PathBuf,
     /// Docker: use the rxbench-server image already built (`build-images`) instead of building
     /// it (the runner's own container has no Rust toolchain)
     #[arg(long)]
@@ -315,7 +297,7 @@ pub struct RunArgs {
     pub label: Option<String>,
 }
 
-impl RunArgs {
+impl MeasureArgs {
     pub fn rounds(&self) -> u32 {
         self.rounds.unwrap_or(if self.quick {
             QUICK_ROUNDS
@@ -341,101 +323,10 @@ impl RunArgs {
     }
 }
 
-/// A parsed `--routes`, keeping each route as typed (`METHOD:/path`).
-#[derive(Clone, Debug)]
-pub struct RouteList(pub Vec<String>);
-
-fn routes(s: &str) -> Result<RouteList, String> {
-    let parsed = driver::target::parse_routes(s).map_err(|e| e.to_string())?;
-    Ok(RouteList(
-        parsed
-            .into_iter()
-            .map(|r| format!("{}:{}", r.method, r.path))
-            .collect(),
-    ))
-}
-
-/// `NAME=cmd:COMMAND[,ENV=VALUE…]` or `NAME=image:IMAGE[,ENV=VALUE…]`. The environment pairs
-/// are the trailing comma-separated pieces that look like `NAME=VALUE` with an upper-case
-/// name, so a command may itself hold commas.
-pub fn foreign_server(s: &str) -> Result<ForeignServer, String> {
-    let (name, rest) = s
-        .split_once('=')
-        .ok_or_else(|| format!("'{s}': expected NAME=cmd:COMMAND or NAME=image:IMAGE"))?;
-    let name_ok = !name.is_empty()
-        && name.len() <= 32
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
-    if !name_ok {
-        return Err(format!(
-            "'{name}': a server name is 1–32 of a-z, 0-9, '.', '_', '-', starting with a letter or digit"
-        ));
-    }
-    if ServerConfig::from_str(name, true).is_ok() {
-        return Err(format!(
-            "'{name}' is one of this project's configurations (--configs); name the server otherwise"
-        ));
-    }
-    let mut pieces: Vec<&str> = rest.split(',').collect();
-    let is_env = |p: &str| {
-        p.split_once('=').is_some_and(|(k, _)| {
-            !k.is_empty()
-                && k.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
-                && k.chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-        })
-    };
-    let mut env = Vec::new();
-    while pieces.len() > 1 && is_env(pieces[pieces.len() - 1]) {
-        let (k, v) = pieces
-            .pop()
-            .expect("checked")
-            .split_once('=')
-            .expect("checked");
-        env.insert(0, (k.to_string(), v.to_string()));
-    }
-    let target = pieces.join(",");
-    let launch = if let Some(cmd) = target.strip_prefix("cmd:") {
-        Launch::Cmd(cmd.trim().to_string())
-    } else if let Some(image) = target.strip_prefix("image:") {
-        Launch::Image(image.trim().to_string())
-    } else {
-        return Err(format!(
-            "'{target}': say how to start {name}: cmd:COMMAND (native) or image:IMAGE (Docker)"
-        ));
-    };
-    if matches!(&launch, Launch::Cmd(c) | Launch::Image(c) if c.is_empty()) {
-        return Err(format!("{name}: the command or image is empty"));
-    }
-    Ok(ForeignServer {
-        name: name.to_string(),
-        launch,
-        env,
-    })
-}
-
-fn duration(s: &str) -> Result<Duration, String> {
-    let d = driver::target::parse_duration(s).map_err(|e| e.to_string())?;
-    if d < Duration::from_millis(100) {
-        return Err(format!(
-            "{s}: a slice shorter than 100 ms measures start-up, not serving"
-        ));
-    }
-    Ok(d)
-}
-
-fn duration_or_zero(s: &str) -> Result<Duration, String> {
-    if s.trim_end_matches(['s', 'm']).trim() == "0" {
-        return Ok(Duration::ZERO);
-    }
-    driver::target::parse_duration(s).map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Launch;
 
     fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
         Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).map(|c| c.run)
@@ -444,19 +335,23 @@ mod tests {
     #[test]
     fn defaults_quick_and_explicit_values() {
         let a = parse(&[]).unwrap();
+        let m = &a.measure;
         assert_eq!(
-            (a.rounds(), a.slice(), a.slice_warmup()),
+            (m.rounds(), m.slice(), m.slice_warmup()),
             (24, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
         );
         assert_eq!(a.profiles, Profile::ALL);
         assert_eq!(a.configs, ServerConfig::ALL);
-        assert_eq!(a.routes.0, ["GET:/"]);
-        let q = parse(&["--quick"]).unwrap();
+        assert_eq!(m.routes, [Route::get_root()]);
+        let q = parse(&["--quick"]).unwrap().measure;
         assert_eq!((q.rounds(), q.slice()), (QUICK_ROUNDS, QUICK_SLICE));
-        let q = parse(&["--quick", "--rounds", "9", "--slice", "2s"]).unwrap();
+        let q = parse(&["--quick", "--rounds", "9", "--slice", "2s"])
+            .unwrap()
+            .measure;
         assert_eq!((q.rounds(), q.slice()), (9, Duration::from_secs(2)));
-        let r = parse(&["--routes", "get:/,POST:/user"]).unwrap();
-        assert_eq!(r.routes.0, ["GET:/", "POST:/user"]);
+        let r = parse(&["--routes", "get:/,POST:/user"]).unwrap().measure;
+        let spelled: Vec<String> = r.routes.iter().map(ToString::to_string).collect();
+        assert_eq!(spelled, ["GET:/", "POST:/user"]);
         let c = parse(&[
             "--configs",
             "io_uring,io_uring-control",
@@ -469,6 +364,29 @@ mod tests {
             [ServerConfig::IoUring, ServerConfig::IoUringControl]
         );
         assert_eq!(c.profiles, [Profile::NoIoUring]);
+    }
+
+    #[test]
+    fn peers_shares_the_measuring_options_with_a_run() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "peers",
+            "--only",
+            "nginx",
+            "--rounds",
+            "7",
+            "--routes",
+            "GET:/user/0",
+            "--quick",
+        ])
+        .unwrap();
+        let Some(Cmd::Peers(p)) = cli.command else {
+            panic!("not peers");
+        };
+        assert_eq!(p.only, [Peer::Nginx]);
+        assert_eq!((p.measure.rounds(), p.measure.slice()), (7, QUICK_SLICE));
+        assert_eq!(p.measure.routes[0].path, "/user/0");
+        assert_eq!(p.port, 3100);
     }
 
     #[test]

@@ -1,0 +1,89 @@
+//! A container's CPU time straight from its cgroup (v1 `cpuacct.usage`, v2 `cpu.stat`) when
+//! the engine is local: exact and cheap, where the stats API is neither.
+
+use std::path::PathBuf;
+
+/// Where a container's CPU time is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuSource {
+    /// cgroup v1 `cpuacct.usage` (nanoseconds).
+    CgroupV1(PathBuf),
+    /// cgroup v2 `cpu.stat`, `usage_usec`.
+    CgroupV2(PathBuf),
+    /// The engine's stats API (a remote engine, or a runner that cannot see the host's /proc).
+    StatsApi,
+}
+
+/// The CPU counter file for container `id` from its init's `/proc/PID/cgroup` text; `None`
+/// unless the cgroup path names the container (a pid seen in another host's namespace must not
+/// be read as ours).
+pub fn cgroup_cpu_file(proc_cgroup: &str, id: &str, root: &std::path::Path) -> Option<CpuSource> {
+    let mut v2 = None;
+    for line in proc_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if !path.contains(id) {
+            continue;
+        }
+        let rel = path.trim_start_matches('/');
+        if controllers.split(',').any(|c| c == "cpuacct") {
+            for dir in ["cpuacct", "cpu,cpuacct", "cpuacct,cpu"] {
+                let f = root.join(dir).join(rel).join("cpuacct.usage");
+                if f.exists() {
+                    return Some(CpuSource::CgroupV1(f));
+                }
+            }
+        }
+        if controllers.is_empty() {
+            v2 = Some(CpuSource::CgroupV2(root.join(rel).join("cpu.stat")));
+        }
+    }
+    v2
+}
+
+/// Reads a cgroup CPU counter, in nanoseconds.
+pub fn read_cgroup(src: &CpuSource) -> Option<u64> {
+    match src {
+        CpuSource::CgroupV1(f) => std::fs::read_to_string(f).ok()?.trim().parse().ok(),
+        CpuSource::CgroupV2(f) => {
+            let text = std::fs::read_to_string(f).ok()?;
+            let usec: u64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("usage_usec "))?
+                .trim()
+                .parse()
+                .ok()?;
+            Some(usec * 1000)
+        }
+        CpuSource::StatsApi => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cgroup_counter_is_found_for_v1_and_v2_and_only_for_the_container() {
+        let root = std::env::temp_dir().join(format!("rxbench-cgroup-{}", std::process::id()));
+        let id = "0123abcd";
+        let v1 = root.join("cpuacct/docker").join(id);
+        std::fs::create_dir_all(&v1).unwrap();
+        std::fs::write(v1.join("cpuacct.usage"), "123456789\n").unwrap();
+        let text =
+            format!("4:memory:/docker/{id}\n2:cpuacct:/docker/{id}\n1:cpu:/docker/{id}\n0::/\n");
+        let src = cgroup_cpu_file(&text, id, &root).unwrap();
+        assert_eq!(src, CpuSource::CgroupV1(v1.join("cpuacct.usage")));
+        assert_eq!(read_cgroup(&src), Some(123_456_789));
+        // Another container's (or another host's) pid: its cgroup does not name our id.
+        assert_eq!(cgroup_cpu_file("2:cpuacct:/docker/ffff\n", id, &root), None);
+
+        let v2 = root.join("system.slice").join(format!("docker-{id}.scope"));
+        std::fs::create_dir_all(&v2).unwrap();
+        std::fs::write(v2.join("cpu.stat"), "usage_usec 4200\nuser_usec 4000\n").unwrap();
+        let text = format!("0::/system.slice/docker-{id}.scope\n");
+        let src = cgroup_cpu_file(&text, id, &root).unwrap();
+        assert_eq!(read_cgroup(&src), Some(4_200_000));
+        std::fs::remove_dir_all(&root).ok();
+    }
+}

@@ -1,0 +1,41 @@
+//! rxload's goose engine (a reqwest client per user), run as a child with `--json`: the
+//! realism cross-check. Its window is the whole child run, in whole seconds, with no warm-up.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use driver::report::Report;
+
+use super::{run_child, Load, LoadDriver, Setup};
+use crate::engine::build;
+
+pub struct Goose {
+    /// rxload built with its goose feature.
+    rxload: PathBuf,
+}
+
+impl Goose {
+    pub fn build(root: &Path) -> Result<Goose> {
+        Ok(Goose {
+            rxload: build::rxload_with_goose(root)?,
+        })
+    }
+}
+
+impl LoadDriver for Goose {
+    fn name(&self) -> &'static str {
+        "goose"
+    }
+
+    fn drive(&self, load: &Load, setup: &Setup, edge: &mut dyn FnMut()) -> Result<Report> {
+        let mut cmd = std::process::Command::new(&self.rxload);
+        cmd.args([
+            format!("-t{}", load.threads(setup)),
+            format!("-c{}", load.conns),
+            format!("-d{}s", setup.slice.as_secs().max(1)),
+        ])
+        .args(["--engine", "goose", "--json", load.url]);
+        let out = run_child("goose", &mut cmd, edge)?;
+        serde_json::from_slice(&out).context("rxload's JSON")
+    }
+}

@@ -1,0 +1,83 @@
+//! The load driver, behind one trait: [`LoadDriver`]. rxload runs in this process
+//! ([`rxload`]), wrk ([`wrk`]) and rxload's goose engine ([`goose`]) as child processes whose
+//! report is parsed; all give the same [`Report`]. A new driver is one file here and one arm
+//! in [`choose`].
+
+pub mod goose;
+pub mod rxload;
+pub mod wrk;
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use driver::report::Report;
+use driver::target::Route;
+
+use crate::cli::DriverChoice;
+
+/// How every slice is driven: the same for the whole run.
+#[derive(Clone)]
+pub struct Setup {
+    pub slice: Duration,
+    /// Load before the measured window (drivers that cannot warm up say so in their docs).
+    pub warmup: Duration,
+    /// Driver threads: one per load CPU, at most one per connection.
+    pub threads: usize,
+    /// Set on Ctrl-C: a driver that can stop early does.
+    pub abort: Arc<AtomicBool>,
+}
+
+/// What one slice sends.
+pub struct Load<'a> {
+    /// `http://host:port` and the route's path.
+    pub url: &'a str,
+    pub route: &'a Route,
+    pub conns: u32,
+}
+
+impl Load<'_> {
+    pub fn threads(&self, setup: &Setup) -> usize {
+        setup.threads.clamp(1, self.conns as usize)
+    }
+}
+
+pub trait LoadDriver {
+    /// As raw.json records it.
+    fn name(&self) -> &'static str;
+    /// Drives `load` for one slice, blocking. Calls `edge` exactly twice, at the start and at
+    /// the end of the measured window, so the server can be read there.
+    fn drive(&self, load: &Load, setup: &Setup, edge: &mut dyn FnMut()) -> Result<Report>;
+}
+
+/// The driver for `choice`, with what it needs built or checked first (and the routes it
+/// cannot send refused before anything starts).
+pub fn choose(
+    choice: DriverChoice,
+    root: &Path,
+    routes: &[Route],
+) -> Result<Box<dyn LoadDriver + Send + Sync>> {
+    Ok(match choice {
+        DriverChoice::Rxload => Box::new(rxload::Rxload),
+        DriverChoice::Wrk => Box::new(wrk::Wrk::find(routes)?),
+        DriverChoice::Goose => Box::new(goose::Goose::build(root)?),
+    })
+}
+
+/// Runs a driver's child process between two edges; its stdout, or why it failed.
+fn run_child(
+    name: &str,
+    cmd: &mut std::process::Command,
+    edge: &mut dyn FnMut(),
+) -> Result<Vec<u8>> {
+    edge();
+    let out = cmd.output();
+    edge();
+    let out = out.map_err(|e| anyhow::anyhow!("running {name}: {e}"))?;
+    if !out.status.success() {
+        bail!("{name}: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(out.stdout)
+}

@@ -1,0 +1,48 @@
+//! Real wrk (Debian's), its text report parsed: the cross-check. Its window is the whole
+//! child run, in whole seconds, with no warm-up.
+
+use anyhow::{bail, Result};
+use driver::report::Report;
+use driver::target::Route;
+
+use super::{run_child, Load, LoadDriver, Setup};
+
+pub struct Wrk;
+
+impl Wrk {
+    /// wrk, if installed; it sends GET only (without a Lua script), so other routes are refused.
+    pub fn find(routes: &[Route]) -> Result<Wrk> {
+        if let Some(r) = routes.iter().find(|r| r.method != "GET") {
+            bail!("--driver wrk sends GET only: route {r} needs --driver rxload");
+        }
+        if std::process::Command::new("wrk")
+            .arg("-v")
+            .output()
+            .is_err()
+        {
+            bail!("--driver wrk: wrk is not installed");
+        }
+        Ok(Wrk)
+    }
+}
+
+impl LoadDriver for Wrk {
+    fn name(&self) -> &'static str {
+        "wrk"
+    }
+
+    fn drive(&self, load: &Load, setup: &Setup, edge: &mut dyn FnMut()) -> Result<Report> {
+        let mut cmd = std::process::Command::new("wrk");
+        cmd.args([
+            format!("-t{}", load.threads(setup)),
+            format!("-c{}", load.conns),
+            format!("-d{}s", setup.slice.as_secs().max(1)),
+            "--latency".into(),
+            load.url.into(),
+        ]);
+        let out = run_child("wrk", &mut cmd, edge)?;
+        Ok(driver::report::parse_wrk_text(&String::from_utf8_lossy(
+            &out,
+        ))?)
+    }
+}

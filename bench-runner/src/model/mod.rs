@@ -1,0 +1,10 @@
+//! What is measured ([`subject`]), what servers say about themselves ([`counters`]), and the
+//! record of one run ([`raw`]: raw.json, from which every other output is derived).
+
+pub mod counters;
+pub mod raw;
+pub mod subject;
+
+pub use counters::*;
+pub use raw::*;
+pub use subject::*;

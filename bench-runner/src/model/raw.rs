@@ -1,0 +1,241 @@
+//! The record of one run (raw.json), from which every other output is derived.
+
+use std::collections::BTreeMap;
+
+use driver::target::Route;
+use serde::{Deserialize, Serialize};
+
+use super::{ForeignServer, ServerCounters, ServerKey, Startup, StraceProfile};
+
+/// raw.json's layout version: 2 is the slice method (resident servers, alternating slices).
+pub const SCHEMA: u32 = 2;
+
+/// One resident server over the run: what it said it runs, and what happened to it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServerRecord {
+    pub key: ServerKey,
+    /// The port it listens on (host network: its own; a network of the run's: 3000 for all).
+    pub port: u16,
+    pub startup: Option<Startup>,
+    /// Starts, the first included (a server that dies is restarted once).
+    pub starts: u32,
+    /// Deaths and failed starts, each with the server's last log lines.
+    pub events: Vec<String>,
+    /// Counters from its SIGTERM line at the end of the run.
+    pub final_counters: Option<ServerCounters>,
+    /// Its syscall profile from one extra slice under `strace -c -f` (not in any figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strace: Option<StraceProfile>,
+}
+
+impl ServerRecord {
+    /// A server of the plan before its first start.
+    pub fn new(key: ServerKey, port: u16) -> ServerRecord {
+        ServerRecord {
+            key,
+            port,
+            startup: None,
+            starts: 0,
+            events: vec![],
+            final_counters: None,
+            strace: None,
+        }
+    }
+}
+
+/// One slice: one server driven at one connection level on one route, for one measured window.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Slice {
+    pub round: u32,
+    /// Position in the round's (shuffled) order, from 0.
+    pub position: u32,
+    pub server: ServerKey,
+    pub conns: u32,
+    pub route: Route,
+    /// Seconds from the start of the run to the start of the measured window.
+    pub at_s: f64,
+    /// The measured window, edge to edge, in seconds.
+    pub window_s: f64,
+    /// The driver's report (requests, req/s, latency percentiles and buckets, driver CPU).
+    pub report: Option<driver::report::Report>,
+    /// The server's CPU time over exactly the window (cgroup counter or the process clock).
+    pub server_cpu_ns: Option<u64>,
+    /// The server's own counters over the window (SIGUSR1 snapshots diffed).
+    pub counters: Option<ServerCounters>,
+    /// Why the slice failed, with the server's last log lines where they say something.
+    pub error: Option<String>,
+}
+
+impl Slice {
+    pub fn ok(&self) -> bool {
+        self.error.is_none() && self.report.as_ref().is_some_and(|r| r.requests > 0)
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.report.as_ref().map_or(0, |r| r.requests)
+    }
+
+    pub fn rps(&self) -> Option<f64> {
+        self.report.as_ref().map(|r| r.requests_per_s)
+    }
+
+    /// Server CPU time per request, in µs.
+    pub fn cpu_us_per_request(&self) -> Option<f64> {
+        let n = self.requests();
+        (n > 0).then_some(self.server_cpu_ns? as f64 / 1000.0 / n as f64)
+    }
+
+    /// Server CPU over the window as a share of its CPUs (1.0 = all of them, all the time).
+    pub fn utilisation(&self, server_cpus: usize) -> Option<f64> {
+        let wall_ns = self.window_s * 1e9 * server_cpus.max(1) as f64;
+        (wall_ns > 0.0).then_some(self.server_cpu_ns? as f64 / wall_ns)
+    }
+}
+
+/// Where and how a run happened.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Machine {
+    pub cpu_model: String,
+    pub cores: usize,
+    pub kernel: String,
+}
+
+/// The settings a run used, as summary.json and table.md print them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Settings {
+    pub rounds: u32,
+    pub slice_s: f64,
+    pub slice_warmup_s: f64,
+    pub conns: Vec<u32>,
+    pub routes: Vec<Route>,
+    pub seed: u64,
+    /// The order the rounds used; runs before it was recorded have it inferred from their
+    /// slices ([`Raw::schedule`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+    pub server_cpus: Vec<usize>,
+    pub load_cpus: Vec<usize>,
+    /// `host` or `bridge`.
+    pub network: String,
+    pub target_host: String,
+}
+
+/// Everything a run records; `bench-runner report DIR` re-renders from this alone.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Raw {
+    pub schema: u32,
+    /// `docker <version>` or `native`.
+    pub engine: String,
+    pub machine: Machine,
+    pub driver: String,
+    pub started_utc: String,
+    /// The commit the runner was built from (`+dirty` with uncommitted changes), if known.
+    #[serde(default)]
+    pub commit: Option<String>,
+    pub settings: Settings,
+    /// The foreign servers (`--server`) among `servers`, by name.
+    #[serde(default)]
+    pub foreign: Vec<ForeignServer>,
+    /// Foreign servers (`--reference`) the other foreign servers are compared with too.
+    #[serde(default)]
+    pub references: Vec<String>,
+    pub servers: Vec<ServerRecord>,
+    pub slices: Vec<Slice>,
+    /// Notes for the reader (fallbacks, what a profile means on this engine).
+    pub notes: Vec<String>,
+    /// False while the run is going or when it was interrupted.
+    pub complete: bool,
+}
+
+impl Settings {
+    /// The routes as the summary and the tables key them (`METHOD:/path`).
+    pub fn route_names(&self) -> Vec<String> {
+        self.routes.iter().map(ToString::to_string).collect()
+    }
+}
+
+impl Raw {
+    pub fn server(&self, key: &ServerKey) -> Option<&ServerRecord> {
+        self.servers.iter().find(|s| &s.key == key)
+    }
+
+    /// The schedule this run used: as recorded, or, for a run from before it was recorded,
+    /// read off its slices — blocks when every run of consecutive slices as long as the
+    /// server list holds one connection level and route (with more than one block a round, a
+    /// shuffled order almost never does).
+    pub fn schedule(&self) -> Schedule {
+        if let Some(s) = self.settings.schedule {
+            return s;
+        }
+        let block = self.servers.len().max(1);
+        let mut by_round: BTreeMap<u32, Vec<&Slice>> = BTreeMap::new();
+        for s in &self.slices {
+            by_round.entry(s.round).or_default().push(s);
+        }
+        let blocked = by_round.values_mut().all(|slices| {
+            slices.sort_by_key(|s| s.position);
+            slices.chunks(block).all(|c| {
+                c.iter()
+                    .all(|s| (s.conns, &s.route) == (c[0].conns, &c[0].route))
+            })
+        });
+        if blocked {
+            Schedule::Blocks
+        } else {
+            Schedule::Shuffled
+        }
+    }
+}
+
+/// The order of a round's slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Schedule {
+    /// Every cell once, in blocks of one connection level and route (each block every server
+    /// once), blocks and servers within them shuffled afresh each round ([`crate::plan`]).
+    Blocks,
+    /// Every cell once, the whole round shuffled afresh (the runner before blocks).
+    Shuffled,
+}
+
+impl Schedule {
+    /// How table.md describes it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Schedule::Blocks => {
+                "in a fresh random order within blocks of one connection level and route"
+            }
+            Schedule::Shuffled => "in a fresh random order",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Profile, ServerConfig};
+
+    #[test]
+    fn a_slice_derives_cpu_per_request_and_utilisation() {
+        let s = Slice {
+            round: 1,
+            position: 0,
+            server: ServerKey {
+                profile: Profile::Relaxed,
+                config: ServerConfig::Rx.into(),
+            },
+            conns: 64,
+            route: Route::get_root(),
+            at_s: 0.0,
+            window_s: 1.0,
+            report: None,
+            server_cpu_ns: Some(900_000_000),
+            counters: None,
+            error: None,
+        };
+        assert_eq!(s.utilisation(1), Some(0.9));
+        assert_eq!(s.utilisation(2), Some(0.45));
+        assert_eq!(s.cpu_us_per_request(), None, "no report, no requests");
+        assert!(!s.ok());
+    }
+}

@@ -1,0 +1,274 @@
+//! The resident servers of a run, on any engine: started once each and waited for until
+//! ready, restarted once if one dies, stopped together at the end with their counters kept.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+
+use crate::engine::{tail, Engine, Lines, ServerSpec, Signal};
+use crate::model::{CountersLine, Raw, ServerCounters, Startup};
+
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+/// A server is started at most this often (the first start and one restart).
+const MAX_STARTS: u32 = 2;
+/// How long a stopped server has to finish what is in flight and print its counters.
+const STOP_LIMIT: Duration = Duration::from_secs(10);
+
+/// A running server.
+pub struct Server<H> {
+    pub handle: H,
+    lines: Lines,
+    /// This project's server, which answers SIGUSR1 with its counters (a foreign server
+    /// may take SIGUSR1 for something else — haproxy stops — so it never gets one).
+    has_counters: bool,
+    /// Snapshots asked for so far (the server numbers its snapshot lines from 1).
+    snapshots: u64,
+}
+
+impl<H> Server<H> {
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// The last `n` lines the server printed, counters snapshots left out (they are in the
+    /// slices already, and they would crowd out what the server said when it failed).
+    pub fn tail(&self, n: usize) -> String {
+        let said: Vec<String> = self
+            .lines()
+            .into_iter()
+            .filter(|l| !l.contains("\"event\":\"snapshot\""))
+            .collect();
+        tail(&said, n)
+    }
+
+    /// Asks for a counters snapshot; returns the number of the line that will answer it
+    /// (`None`: a foreign server, which has no counters).
+    pub async fn request_snapshot<E: Engine<Handle = H>>(&mut self, engine: &E) -> Option<u64> {
+        if !self.has_counters {
+            return None;
+        }
+        self.snapshots += 1;
+        engine.signal(&self.handle, Signal::Snapshot).await;
+        Some(self.snapshots)
+    }
+
+    /// Waits (at most `limit`) for snapshot line `seq`.
+    pub async fn snapshot(&self, seq: u64, limit: Duration) -> Option<ServerCounters> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let found = self
+                .lines
+                .lock()
+                .unwrap()
+                .iter()
+                .rev()
+                .find_map(|l| ServerCounters::parse(l, CountersLine::Snapshot(seq)));
+            if found.is_some() || Instant::now() > deadline {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Every server of the run, by its index in the plan.
+pub struct Pool<'e, E: Engine> {
+    pub engine: &'e E,
+    pub specs: Vec<ServerSpec>,
+    servers: Vec<Option<Server<E::Handle>>>,
+    target_host: String,
+}
+
+impl<'e, E: Engine> Pool<'e, E> {
+    pub fn new(engine: &'e E, specs: Vec<ServerSpec>, target_host: &str) -> Self {
+        Pool {
+            engine,
+            servers: specs.iter().map(|_| None).collect(),
+            specs,
+            target_host: target_host.to_string(),
+        }
+    }
+
+    pub fn any_running(&self) -> bool {
+        self.servers.iter().any(Option::is_some)
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Server<E::Handle>> {
+        self.servers[i].as_mut()
+    }
+
+    /// Where a driver reaches server `i`.
+    pub async fn address(&self, i: usize) -> Result<String> {
+        let server = self.servers[i]
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("{} is not running", self.specs[i].key))?;
+        self.engine
+            .address(
+                &server.handle,
+                self.specs[i].network.as_deref(),
+                &self.target_host,
+            )
+            .await
+    }
+
+    /// Starts server `i` (its first start or its one restart) and records what happened.
+    pub async fn start(&mut self, i: usize, raw: &mut Raw) {
+        let record = &mut raw.servers[i];
+        record.starts += 1;
+        let mut spec = self.specs[i].clone();
+        if record.starts > 1 {
+            spec.name = format!("{}-restart{}", spec.name, record.starts - 1);
+        }
+        match self.start_ready(&spec).await {
+            Ok((server, startup)) => {
+                let source = format!(
+                    "server CPU time from {}",
+                    self.engine.cpu_source(&server.handle)
+                );
+                if !raw.notes.contains(&source) {
+                    raw.notes.push(source);
+                }
+                raw.servers[i].startup = Some(startup);
+                self.servers[i] = Some(server);
+            }
+            Err(e) => {
+                let msg = format!(
+                    "{}: did not start (start {}): {e:#}",
+                    spec.key, record.starts
+                );
+                eprintln!("bench-runner: {msg}");
+                raw.servers[i].events.push(msg);
+                self.servers[i] = None;
+            }
+        }
+    }
+
+    /// Starts the server and waits until it is ready — this project's server says so on its
+    /// start-up line, a foreign one by accepting a connection; on failure the error carries
+    /// its last log lines and nothing is left running.
+    async fn start_ready(&self, spec: &ServerSpec) -> Result<(Server<E::Handle>, Startup)> {
+        let lines: Lines = Arc::default();
+        let handle = self.engine.launch(spec, &lines).await?;
+        let server = Server {
+            handle,
+            lines,
+            has_counters: spec.foreign.is_none(),
+            snapshots: 0,
+        };
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Some(s) = self.ready(&server, spec).await {
+                return Ok((server, s));
+            }
+            // A server that exits may still have lines on their way: look once more.
+            let alive = self.engine.alive(&server.handle);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Some(s) = self.ready(&server, spec).await {
+                return Ok((server, s));
+            }
+            let why = if !alive {
+                "the server exited before listening".to_string()
+            } else if Instant::now() > deadline {
+                match spec.foreign {
+                    None => format!("no start-up line after {STARTUP_TIMEOUT:?}"),
+                    Some(_) => format!(
+                        "not accepting on port {} after {STARTUP_TIMEOUT:?}",
+                        spec.port
+                    ),
+                }
+            } else {
+                continue;
+            };
+            let tail = server.tail(10);
+            self.stop(server).await;
+            bail!("{why}; its log:\n{tail}");
+        }
+    }
+
+    /// What the server runs, once it is ready to be measured.
+    async fn ready(&self, server: &Server<E::Handle>, spec: &ServerSpec) -> Option<Startup> {
+        if spec.foreign.is_none() {
+            return server.lines().iter().find_map(|l| Startup::parse(l));
+        }
+        let host = self
+            .engine
+            .address(&server.handle, spec.network.as_deref(), &self.target_host)
+            .await
+            .ok()?;
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), spec.port))
+            .ok()?
+            .next()?;
+        // A blocking connect, so off the async workers' backs.
+        tokio::task::block_in_place(|| {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+        })
+        .ok()?;
+        Some(Startup::foreign(addr, spec.cpus.len().max(1) as u32))
+    }
+
+    /// Server `index` is running, or the reason it is not (restarted once at most).
+    pub async fn ensure_alive(&mut self, index: usize, raw: &mut Raw) -> Result<(), String> {
+        if let Some(s) = &self.servers[index] {
+            if self.engine.alive(&s.handle) {
+                return Ok(());
+            }
+            let s = self.servers[index].take().expect("checked");
+            let tail = s.tail(10);
+            self.stop(s).await;
+            let msg = format!("{}: exited; its last lines:\n{tail}", self.specs[index].key);
+            eprintln!("bench-runner: {msg}");
+            raw.servers[index].events.push(msg);
+        }
+        if raw.servers[index].starts >= MAX_STARTS {
+            return Err(format!(
+                "server {} is down after {} starts: {}",
+                self.specs[index].key,
+                raw.servers[index].starts,
+                raw.servers[index]
+                    .events
+                    .last()
+                    .map_or("", |e| e.lines().next().unwrap_or(""))
+            ));
+        }
+        self.start(index, raw).await;
+        match &self.servers[index] {
+            Some(_) => Ok(()),
+            None => Err(format!("server {} did not restart", self.specs[index].key)),
+        }
+    }
+
+    pub fn alive(&self, i: usize) -> bool {
+        self.servers[i]
+            .as_ref()
+            .is_some_and(|s| self.engine.alive(&s.handle))
+    }
+
+    /// SIGTERM, wait (bounded), and the counters line; nothing of the server is left.
+    async fn stop(&self, s: Server<E::Handle>) -> Option<ServerCounters> {
+        self.engine.signal(&s.handle, Signal::Stop).await;
+        self.engine.reap(s.handle, STOP_LIMIT).await;
+        let lines = s.lines.lock().unwrap().clone();
+        lines
+            .iter()
+            .rev()
+            .find_map(|l| ServerCounters::parse(l, CountersLine::Shutdown))
+    }
+
+    /// Every server stopped at once; their shutdown counters go to the record.
+    pub async fn stop_all(&mut self, raw: &mut Raw) {
+        let taken: Vec<(usize, Server<E::Handle>)> = self
+            .servers
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, s)| s.take().map(|s| (i, s)))
+            .collect();
+        let this = &*self;
+        let stops = taken
+            .into_iter()
+            .map(|(i, s)| async move { (i, this.stop(s).await) });
+        for (i, counters) in futures_util::future::join_all(stops).await {
+            raw.servers[i].final_counters = counters;
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! A run: the plan, the engine, every server started and kept resident, the slices driven
+//! round by round with each one on disk as it finishes, and nothing left behind.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::cli::{EngineChoice, RunArgs};
+use crate::engine::{self, Engine, Picked, ServerSpec};
+use crate::load::{self, LoadDriver, Setup};
+use crate::model::{Raw, Schedule, ServerRecord, Settings, Slice, SCHEMA};
+use crate::plan::{make_plan, Plan};
+use crate::pool::Pool;
+use crate::{cpus, record, render, slice, strace};
+
+/// `bench-runner` (and `peers`): plans, picks the engine and runs on it.
+pub async fn run(args: RunArgs) -> Result<()> {
+    let seed = args.measure.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    if args.measure.dry_run {
+        let native = args.engine == EngineChoice::Native;
+        let (plan, notes) = make_plan(&args, native, seed)?;
+        print!("{}", plan.describe());
+        for n in notes {
+            println!("note: {n}");
+        }
+        return Ok(());
+    }
+    let (picked, note) = engine::pick(args.engine).await?;
+    match picked {
+        Picked::Docker(d) => run_on(d, &args, seed, note).await,
+        Picked::Native(n) => run_on(n, &args, seed, note).await,
+    }
+}
+
+/// The whole run on one engine.
+pub async fn run_on<E: Engine>(
+    mut engine: E,
+    args: &RunArgs,
+    seed: u64,
+    engine_note: Option<String>,
+) -> Result<()> {
+    let (plan, mut notes) = make_plan(args, engine.is_native(), seed)?;
+    notes.extend(engine_note);
+    let m = &args.measure;
+    let (default_server, default_load) = cpus::default_split();
+    let server_cpus = m.server_cpus.clone().unwrap_or(default_server);
+    let load_cpus = m.load_cpus.clone().unwrap_or(default_load);
+    if server_cpus.iter().any(|c| load_cpus.contains(c)) {
+        notes.push(format!("server CPUs {server_cpus:?} and load CPUs {load_cpus:?} overlap: the driver competes with the servers"));
+    }
+    let root = crate::repo_root();
+    engine.prepare(&root, args.no_build).await?;
+    let driver = {
+        let (choice, root, routes) = (args.driver, root.clone(), plan.routes.clone());
+        tokio::task::spawn_blocking(move || load::choose(choice, &root, &routes)).await??
+    };
+    let network = engine.open(args.network).await?;
+    let specs = specs(&plan, args, &server_cpus, network.as_deref());
+
+    let started = record::utc_stamp();
+    let (folder, latest) = match &args.label {
+        Some(label) => (format!("{label}-{started}"), format!("{label}-latest")),
+        None => (started.clone(), "latest".to_string()),
+    };
+    let dir = m.out.join(&folder);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut raw = Raw {
+        schema: SCHEMA,
+        engine: engine.describe(),
+        machine: record::machine_here(),
+        driver: driver.name().into(),
+        started_utc: started.clone(),
+        commit: record::commit(),
+        settings: Settings {
+            rounds: plan.rounds,
+            slice_s: plan.slice.as_secs_f64(),
+            slice_warmup_s: plan.warmup.as_secs_f64(),
+            conns: plan.conns.clone(),
+            routes: plan.routes.clone(),
+            seed,
+            schedule: Some(Schedule::Blocks),
+            server_cpus: server_cpus.clone(),
+            load_cpus: load_cpus.clone(),
+            network: args.network.name().into(),
+            target_host: args.target_host.clone(),
+        },
+        foreign: args.servers.clone(),
+        references: args.references.clone(),
+        servers: specs
+            .iter()
+            .map(|s| ServerRecord::new(s.key.clone(), s.port))
+            .collect(),
+        slices: vec![],
+        notes,
+        complete: false,
+    };
+
+    let abort = interrupt_flag();
+    let setup = Setup {
+        slice: plan.slice,
+        warmup: plan.warmup,
+        threads: load_cpus.len().max(1),
+        abort: abort.clone(),
+    };
+    let mut pool = Pool::new(&engine, specs, &args.target_host);
+    let mut rounds = Rounds {
+        plan: &plan,
+        driver: driver.as_ref(),
+        setup: &setup,
+        load_cpus: &load_cpus,
+        dir: &dir,
+    };
+    let outcome = rounds.measure(&mut pool, args, &mut raw).await;
+    // Whatever happened: every server stopped, the network removed, what was measured kept.
+    pool.stop_all(&mut raw).await;
+    engine.close(network.as_deref()).await;
+    raw.complete = outcome.is_ok() && !abort.load(Ordering::Relaxed);
+    record::write_raw(&dir, &raw)?;
+    let summary = render::write_all(&dir, &raw)?;
+    record::point_latest_at(&m.out, &latest, &folder);
+    outcome?;
+    if abort.load(Ordering::Relaxed) {
+        bail!(
+            "interrupted: {} slices kept in {}",
+            raw.slices.len(),
+            dir.display()
+        );
+    }
+    print!("{}", std::fs::read_to_string(dir.join("table.md"))?);
+    let flagged = summary.rows.iter().filter(|r| r.flag.is_some()).count();
+    eprintln!(
+        "bench-runner: results in {} ({} slices, {} rows, {} flagged)",
+        dir.display(),
+        raw.slices.len(),
+        summary.rows.len(),
+        flagged
+    );
+    Ok(())
+}
+
+/// Every server of the plan: its container name, port, CPUs and network.
+fn specs(plan: &Plan, args: &RunArgs, cpus: &[usize], network: Option<&str>) -> Vec<ServerSpec> {
+    plan.servers
+        .iter()
+        .enumerate()
+        .map(|(i, key)| ServerSpec {
+            key: key.clone(),
+            foreign: args
+                .servers
+                .iter()
+                .find(|f| f.name == key.config.name() && key.config.own().is_none())
+                .cloned(),
+            name: format!(
+                "rxbench-{}-{}-{}",
+                key.profile.name(),
+                key.config.name().replace('_', ""),
+                std::process::id()
+            ),
+            port: if network.is_some() {
+                args.port
+            } else {
+                args.port + i as u16
+            },
+            cpus: cpus.to_vec(),
+            network: network.map(str::to_string),
+        })
+        .collect()
+}
+
+/// Set by the first Ctrl-C (the run stops after its slice and keeps what it measured); a
+/// second quits at once.
+fn interrupt_flag() -> Arc<AtomicBool> {
+    let abort = Arc::new(AtomicBool::new(false));
+    let flag = abort.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("bench-runner: interrupted; stopping the servers and keeping what was measured (Ctrl-C again to quit at once)");
+            flag.store(true, Ordering::Relaxed);
+        }
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "bench-runner: quitting at once; the next run removes any rxbench container left"
+            );
+            std::process::exit(130);
+        }
+    });
+    abort
+}
+
+/// What stays the same over the rounds.
+struct Rounds<'a> {
+    plan: &'a Plan,
+    driver: &'a (dyn LoadDriver + Send + Sync),
+    setup: &'a Setup,
+    load_cpus: &'a [usize],
+    dir: &'a PathBuf,
+}
+
+impl Rounds<'_> {
+    async fn measure<E: Engine>(
+        &mut self,
+        pool: &mut Pool<'_, E>,
+        args: &RunArgs,
+        raw: &mut Raw,
+    ) -> Result<()> {
+        // Slices say when they ran from here, the servers' start-up included.
+        let t0 = Instant::now();
+        if pool.specs.iter().any(|s| s.network.is_none()) {
+            check_ports(&pool.specs)?;
+        }
+        eprintln!(
+            "bench-runner: starting {} resident servers…",
+            pool.specs.len()
+        );
+        for i in 0..pool.specs.len() {
+            pool.start(i, raw).await;
+        }
+        if !pool.any_running() {
+            bail!(
+                "no server started:\n{}",
+                raw.servers
+                    .iter()
+                    .flat_map(|s| s.events.clone())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+        // From here on the runner and the driver stay off the servers' CPUs.
+        cpus::pin_process(self.load_cpus).context("pinning the runner to the load CPUs")?;
+        record::write_raw(self.dir, raw)?;
+        let plan = self.plan;
+        let total = plan.slices() as u64;
+        let bar = progress(total);
+        eprintln!(
+            "bench-runner: {}",
+            plan.describe().lines().next().unwrap_or("")
+        );
+        for round in 1..=plan.rounds {
+            let round_start = Instant::now();
+            let mut failed = 0;
+            for (position, cell) in plan.round_order(round).into_iter().enumerate() {
+                if self.setup.abort.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                let slice = slice::measure(
+                    pool,
+                    plan,
+                    self.driver,
+                    self.setup,
+                    (round, position as u32),
+                    cell,
+                    t0,
+                    raw,
+                )
+                .await;
+                failed += usize::from(!slice.ok());
+                let line = describe_slice(&slice, raw.settings.server_cpus.len());
+                raw.slices.push(slice);
+                record::write_raw(self.dir, raw)?;
+                bar.inc(1);
+                bar.set_message(line);
+            }
+            let done = u64::from(round) * plan.cells().len() as u64;
+            let per = round_start.elapsed();
+            let left = per * (plan.rounds - round);
+            let msg = format!(
+                "round {round}/{}: {} slices in {:.0} s ({failed} failed); about {} min left",
+                plan.rounds,
+                plan.cells().len(),
+                per.as_secs_f64(),
+                left.as_secs().div_ceil(60)
+            );
+            if bar.is_hidden() {
+                eprintln!("bench-runner: {msg} [{done}/{total}]");
+            } else {
+                bar.println(msg);
+            }
+        }
+        bar.finish_and_clear();
+        strace::profiles(
+            pool,
+            plan,
+            args.strace,
+            self.driver,
+            self.setup,
+            self.dir,
+            raw,
+        )
+        .await;
+        record::write_raw(self.dir, raw)?;
+        Ok(())
+    }
+}
+
+/// Every host-network server needs its own free port: say which is taken before starting any.
+fn check_ports(specs: &[ServerSpec]) -> Result<()> {
+    for s in specs {
+        if let Err(e) = std::net::TcpListener::bind(("0.0.0.0", s.port)) {
+            bail!(
+                "port {} (for {}) is not free: {e}; pick another first port with --port",
+                s.port,
+                s.key
+            );
+        }
+    }
+    Ok(())
+}
+
+fn describe_slice(s: &Slice, cpus: usize) -> String {
+    match (&s.report, &s.error) {
+        (Some(r), None) => format!(
+            "{} c={}: {:.0} req/s, {:.2} µs CPU/req, server {}",
+            s.server,
+            s.conns,
+            r.requests_per_s,
+            s.cpu_us_per_request().unwrap_or(f64::NAN),
+            s.utilisation(cpus)
+                .map_or("?".into(), |u| format!("{:.0} %", u * 100.0))
+        ),
+        (_, e) => format!(
+            "{} c={}: FAILED {}",
+            s.server,
+            s.conns,
+            e.as_deref().unwrap_or("").lines().next().unwrap_or("")
+        ),
+    }
+}
+
+fn progress(n: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(n);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} ETA {eta} {msg}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    bar
+}

@@ -1,0 +1,162 @@
+//! One measured slice: the server alive, the driver's window, and the server read at that
+//! window's edges — its CPU time first (the precise edge), then a counters snapshot.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+
+use crate::engine::Engine;
+use crate::load::{Load, LoadDriver, Setup};
+use crate::model::{Raw, Slice};
+use crate::plan::{Cell, Plan};
+use crate::pool::Pool;
+
+/// How long a slice waits for each counters snapshot line after the window.
+const SNAPSHOT_WAIT: Duration = Duration::from_secs(3);
+
+/// What one driver run gave, with the server's readings at the window's edges.
+pub struct Window {
+    pub report: driver::report::Report,
+    pub start: Instant,
+    pub end: Instant,
+    pub cpu_start: Option<u64>,
+    pub cpu_end: Option<u64>,
+    /// The snapshot lines asked for at the edges (`None`: a server without counters).
+    pub snapshot_start: Option<u64>,
+    pub snapshot_end: Option<u64>,
+}
+
+/// Drives server `i` once with `load`, reading it at the window's edges.
+pub async fn drive<E: Engine>(
+    pool: &mut Pool<'_, E>,
+    i: usize,
+    driver: &dyn LoadDriver,
+    setup: &Setup,
+    load: &Load<'_>,
+) -> Result<Window> {
+    let engine = pool.engine;
+    let server = pool
+        .get_mut(i)
+        .ok_or_else(|| anyhow::anyhow!("not running"))?;
+    let handle = tokio::runtime::Handle::current();
+    let mut edges: Vec<(Instant, Option<u64>, Option<u64>)> = Vec::with_capacity(2);
+    let report = tokio::task::block_in_place(|| {
+        driver.drive(load, setup, &mut || {
+            let cpu = handle.block_on(engine.cpu_ns(&server.handle));
+            let at = Instant::now();
+            let seq = handle.block_on(server.request_snapshot(engine));
+            edges.push((at, cpu, seq));
+        })
+    })?;
+    let [(start, cpu_start, snapshot_start), (end, cpu_end, snapshot_end)] = edges[..] else {
+        bail!("the driver stopped before its window ended");
+    };
+    Ok(Window {
+        report,
+        start,
+        end,
+        cpu_start,
+        cpu_end,
+        snapshot_start,
+        snapshot_end,
+    })
+}
+
+/// One slice of `cell`: the server alive (restarted once if it died), the driver's window,
+/// the server's CPU time and counters over exactly that window.
+#[allow(clippy::too_many_arguments)]
+pub async fn measure<E: Engine>(
+    pool: &mut Pool<'_, E>,
+    plan: &Plan,
+    driver: &dyn LoadDriver,
+    setup: &Setup,
+    (round, position): (u32, u32),
+    cell: Cell,
+    t0: Instant,
+    raw: &mut Raw,
+) -> Slice {
+    let i = cell.server;
+    let route = plan.routes[cell.route].clone();
+    let mut slice = Slice {
+        round,
+        position,
+        server: pool.specs[i].key.clone(),
+        conns: cell.conns,
+        route: route.clone(),
+        at_s: t0.elapsed().as_secs_f64(),
+        window_s: 0.0,
+        report: None,
+        server_cpu_ns: None,
+        counters: None,
+        error: None,
+    };
+    if let Err(e) = pool.ensure_alive(i, raw).await {
+        slice.error = Some(e);
+        return slice;
+    }
+    let host = match pool.address(i).await {
+        Ok(h) => h,
+        Err(e) => {
+            slice.error = Some(format!("{e:#}"));
+            return slice;
+        }
+    };
+    let url = format!("http://{host}:{}{}", pool.specs[i].port, route.path);
+    let load = Load {
+        url: &url,
+        route: &route,
+        conns: cell.conns,
+    };
+    let outcome = drive(pool, i, driver, setup, &load).await;
+    let foreign = pool.specs[i].foreign.is_some();
+    let server = pool.get_mut(i).expect("alive");
+    match outcome {
+        Ok(w) => {
+            slice.at_s = w.start.duration_since(t0).as_secs_f64();
+            slice.window_s = w.end.duration_since(w.start).as_secs_f64();
+            slice.server_cpu_ns = match (w.cpu_start, w.cpu_end) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                _ => None,
+            };
+            if let (Some(a), Some(b)) = (w.snapshot_start, w.snapshot_end) {
+                let (a, b) = (
+                    server.snapshot(a, SNAPSHOT_WAIT).await,
+                    server.snapshot(b, SNAPSHOT_WAIT).await,
+                );
+                slice.counters = match (a, b) {
+                    (Some(a), Some(b)) => Some(b.since(&a)),
+                    _ => None,
+                };
+            }
+            // A foreign server has no counters; this project's must give them.
+            if slice.counters.is_none() && !foreign {
+                slice.error = Some(format!(
+                    "no counters snapshot from the server; its log:\n{}",
+                    server.tail(5)
+                ));
+            }
+            if slice.server_cpu_ns.is_none() {
+                slice.error = Some("the server's CPU time could not be read".into());
+            }
+            if w.report.requests == 0 {
+                slice.error = Some(format!(
+                    "no request completed; server log:\n{}",
+                    server.tail(5)
+                ));
+            }
+            slice.report = Some(w.report);
+        }
+        Err(e) => slice.error = Some(format!("{e:#}")),
+    }
+    if setup.abort.load(Ordering::Relaxed) && slice.error.is_none() {
+        slice.error = Some("interrupted".into());
+    }
+    if !pool.alive(i) {
+        let tail = pool.get_mut(i).map(|s| s.tail(10)).unwrap_or_default();
+        slice.error = Some(format!(
+            "the server exited during the slice; its last lines:\n{tail}"
+        ));
+    }
+    slice
+}

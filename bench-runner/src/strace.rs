@@ -1,0 +1,124 @@
+//! After the rounds: one extra slice for each chosen server under `strace -c -f`, at the
+//! first connection level and route, with no warm-up so that strace's count and the driver's
+//! requests cover the same load; strace's own table is kept beside raw.json. strace slows a
+//! server down, so this slice is never part of any figure.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::cli::StraceSlices;
+use crate::engine::Engine;
+use crate::load::{Load, LoadDriver, Setup};
+use crate::model::{Raw, StraceProfile};
+use crate::plan::Plan;
+use crate::pool::Pool;
+use crate::slice::drive;
+
+/// A syscall profile for every server `which` chooses, into the record.
+pub async fn profiles<E: Engine>(
+    pool: &mut Pool<'_, E>,
+    plan: &Plan,
+    which: StraceSlices,
+    driver: &dyn LoadDriver,
+    setup: &Setup,
+    dir: &Path,
+    raw: &mut Raw,
+) {
+    let (conns, route) = (plan.conns[0], plan.routes[0].clone());
+    for i in 0..pool.specs.len() {
+        let chosen = match which {
+            StraceSlices::Off => false,
+            StraceSlices::Foreign => pool.specs[i].foreign.is_some(),
+            StraceSlices::All => true,
+        };
+        if !chosen || setup.abort.load(std::sync::atomic::Ordering::Relaxed) {
+            continue;
+        }
+        let key = pool.specs[i].key.clone();
+        eprintln!("bench-runner: {key}: one slice under strace -c -f (its syscall profile)…");
+        let mut profile = StraceProfile {
+            conns,
+            route: route.clone(),
+            ..Default::default()
+        };
+        if let Err(e) = profile_one(pool, i, driver, setup, dir, &mut profile).await {
+            eprintln!("bench-runner: {key}: no strace profile: {e:#}");
+            profile.error = Some(format!("{e:#}"));
+        }
+        raw.servers[i].strace = Some(profile);
+    }
+}
+
+async fn profile_one<E: Engine>(
+    pool: &mut Pool<'_, E>,
+    i: usize,
+    driver: &dyn LoadDriver,
+    setup: &Setup,
+    dir: &Path,
+    profile: &mut StraceProfile,
+) -> Result<()> {
+    let spec = pool.specs[i].clone();
+    let engine = pool.engine;
+    let server = pool.get_mut(i).context("the server is not running")?;
+    let pid = engine
+        .pid(&server.handle)
+        .context("its process is not visible from here (a container of a remote engine)")?;
+    let file = dir.join(format!(
+        "strace-{}-{}.txt",
+        spec.key.profile.name(),
+        spec.key.config.name()
+    ));
+    let mut strace = tokio::process::Command::new("strace")
+        .args(["-c", "-f", "-o"])
+        .arg(&file)
+        .args(["-p", &pid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("running strace (apt-get install strace)")?;
+    // strace says "Process N attached" once per thread; give it a moment, then make sure it
+    // did not give up (ptrace not allowed, say).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    if let Some(status) = strace.try_wait()? {
+        let out = strace.wait_with_output().await?;
+        bail!(
+            "strace exited ({status}): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let host = pool.address(i).await?;
+    let url = format!("http://{host}:{}{}", spec.port, profile.route.path);
+    let load = Load {
+        url: &url,
+        route: &profile.route,
+        conns: profile.conns,
+    };
+    let setup = Setup {
+        warmup: Duration::ZERO,
+        ..setup.clone()
+    };
+    let window = drive(pool, i, driver, &setup, &load).await;
+    if let Some(id) = strace.id() {
+        // SAFETY: kill(2) on our own child, not yet reaped (we hold its handle).
+        unsafe { libc::kill(id as i32, libc::SIGINT) };
+    }
+    let out = tokio::time::timeout(Duration::from_secs(10), strace.wait_with_output())
+        .await
+        .context("strace did not detach within 10 s")??;
+    let window = window?;
+    let table = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "strace wrote no table ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })?;
+    profile.requests = window.report.requests;
+    profile.calls = StraceProfile::parse_calls(&table);
+    if profile.calls.is_empty() {
+        bail!("strace's table has no rows: {}", table.trim());
+    }
+    Ok(())
+}

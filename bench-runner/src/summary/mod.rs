@@ -1,0 +1,385 @@
+//! From slices to what the report prints, with no I/O: one row per cell, the paired
+//! comparisons with their intervals, and the run's resolution (the A/A control's interval).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Profile, Raw, ServerConfig, ServerKey, Slice, Subject};
+use crate::stats::{bootstrap_median, paired_ratios, seed_for, Interval};
+
+mod pairs;
+mod row;
+pub use pairs::comparison_pairs;
+use row::row;
+
+/// A slice in which the server used less of its CPUs than this is unsaturated: its req/s
+/// measured the driver or the machine, not the server.
+pub const SATURATED: f64 = 0.90;
+/// A resolution worse than this (A/A half-width) cannot separate the effects this suite is for.
+pub const RESOLUTION_LIMIT: f64 = 0.03;
+/// The pseudo-route of the-benchmarker's published figure: the mean over the routes.
+pub const MEAN_ROUTE: &str = "mean";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    CpuPerRequest,
+    Rps,
+    /// Each slice's median latency.
+    P50,
+}
+
+impl Metric {
+    /// Its part of the name that seeds each comparison's bootstrap. Frozen (it was once the
+    /// variant's `Debug` text): renaming a variant must not move every published interval.
+    pub fn seed_name(self) -> &'static str {
+        match self {
+            Metric::CpuPerRequest => "CpuPerRequest",
+            Metric::Rps => "Rps",
+            Metric::P50 => "P50",
+        }
+    }
+
+    /// As summary.json spells it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::CpuPerRequest => "cpu_per_request",
+            Metric::Rps => "rps",
+            Metric::P50 => "p50",
+        }
+    }
+}
+
+/// One line of summary.json: one server at one connection level on one route, over all slices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub profile: Profile,
+    pub config: Subject,
+    pub conns: u32,
+    pub route: String,
+    /// What the server said it ran (its start-up line).
+    pub backend_observed: String,
+    pub io_uring: String,
+    /// Slices that measured (the name is the old table's: one slice per round).
+    pub rounds_ok: u32,
+    pub rounds_failed: u32,
+    /// Median req/s over the saturated slices (over all, when none was saturated).
+    pub rps_median: f64,
+    pub rps_min: f64,
+    pub rps_max: f64,
+    /// Median server CPU time per request, in µs, over every slice.
+    pub cpu_us_per_request: Option<f64>,
+    pub cpu_us_per_request_min: Option<f64>,
+    pub cpu_us_per_request_max: Option<f64>,
+    /// Percentiles of the slices' histograms merged.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    /// Medians over slices of each slice's percentile.
+    pub p50_us_median: f64,
+    pub p99_us_median: f64,
+    /// Median server CPU over slices, percent of its CPUs.
+    pub server_cpu: Option<f64>,
+    /// Median driver CPU over slices, percent of the load CPUs (near 100: the driver, not the
+    /// server, may be what limits req/s).
+    pub driver_cpu: Option<f64>,
+    /// Slices with the server below 90 % CPU (their req/s is left out of `rps_median`).
+    pub load_bound_rounds: u32,
+    /// The server's counters summed over the slices, divided by its requests; by syscall,
+    /// with `total` and `epoll_ctl`.
+    pub syscalls_per_request: BTreeMap<String, f64>,
+    /// Set when the row did not run what its configuration claims (never silently published).
+    pub flag: Option<String>,
+    /// Set when the backend differs from the intent for a reason the profile explains.
+    pub note: Option<String>,
+}
+
+/// A paired comparison: `config` under `profile` against `baseline` under `baseline_profile`,
+/// slice by slice in the same rounds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub profile: Profile,
+    pub conns: u32,
+    pub route: String,
+    pub config: Subject,
+    pub baseline: Subject,
+    pub baseline_profile: Profile,
+    pub metric: Metric,
+    /// Median of config / baseline over the pairs (< 1 on CPU per request: config is cheaper).
+    pub ratio_median: f64,
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+    /// The interval excludes 1.
+    pub significant: bool,
+    pub pairs: usize,
+}
+
+impl Comparison {
+    pub fn interval(&self) -> Interval {
+        Interval {
+            median: self.ratio_median,
+            low: self.ci95_low,
+            high: self.ci95_high,
+            n: self.pairs,
+        }
+    }
+}
+
+/// The A/A control's interval half-width for one profile, level and route.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Resolution {
+    pub profile: Profile,
+    pub conns: u32,
+    pub route: String,
+    pub metric: Metric,
+    /// 0.016 = the run resolves ±1.6 %.
+    pub half_width: f64,
+    /// The farthest end of the A/A interval from 1 (0.021: two identical servers may seem
+    /// 2.1 % apart here); above the half-width when the pair itself came out apart.
+    pub aa_bound: f64,
+    /// The A/A interval excludes 1: the same server twice was told apart in this cell.
+    pub aa_apart: bool,
+}
+
+/// The-benchmarker's figure: the mean over the routes of each route's req/s.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RouteMean {
+    pub profile: Profile,
+    pub config: Subject,
+    pub conns: u32,
+    pub rps_mean: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Summary {
+    pub rows: Vec<Row>,
+    pub comparisons: Vec<Comparison>,
+    pub resolution: Vec<Resolution>,
+    /// The worst A/A half-width per metric (`None`: no control in this run).
+    pub resolution_worst: BTreeMap<String, f64>,
+    pub route_means: Vec<RouteMean>,
+}
+
+impl Summary {
+    /// What was measured under `profile`: this project's configurations in `order`, then the
+    /// foreign servers by name.
+    pub fn subjects_of(&self, profile: Profile, order: &[ServerConfig]) -> Vec<Subject> {
+        let measured = |c: &Subject| {
+            self.rows
+                .iter()
+                .any(|r| r.profile == profile && &r.config == c)
+        };
+        let own = order.iter().map(|&c| Subject::Own(c)).filter(measured);
+        let mut foreign: Vec<Subject> = self
+            .rows
+            .iter()
+            .filter(|r| r.profile == profile && r.config.own().is_none())
+            .map(|r| r.config.clone())
+            .collect();
+        foreign.sort();
+        foreign.dedup();
+        own.chain(foreign).collect()
+    }
+}
+
+/// Cell key: server, connection level, route.
+type CellKey = (ServerKey, u32, String);
+
+pub fn summarise(raw: &Raw) -> Summary {
+    let cpus = raw.settings.server_cpus.len().max(1);
+    let mut cells: BTreeMap<CellKey, Vec<&Slice>> = BTreeMap::new();
+    for s in &raw.slices {
+        cells
+            .entry((s.server.clone(), s.conns, s.route.to_string()))
+            .or_default()
+            .push(s);
+    }
+    // A server that never started still gets its rows, flagged with why.
+    for record in &raw.servers {
+        for &conns in &raw.settings.conns {
+            for route in &raw.settings.route_names() {
+                cells
+                    .entry((record.key.clone(), conns, route.clone()))
+                    .or_default();
+            }
+        }
+    }
+    let rows: Vec<Row> = cells
+        .iter()
+        .map(|((key, conns, route), slices)| row(raw, key, *conns, route, slices, cpus))
+        .collect();
+
+    // Per cell and metric: round -> value, for the pairing.
+    let mut series: BTreeMap<(CellKey, Metric), BTreeMap<u32, f64>> = BTreeMap::new();
+    for (key, slices) in &cells {
+        for s in slices.iter().filter(|s| s.ok()) {
+            if let Some(c) = s.cpu_us_per_request() {
+                series
+                    .entry((key.clone(), Metric::CpuPerRequest))
+                    .or_default()
+                    .insert(s.round, c);
+            }
+            if let Some(r) = &s.report {
+                series
+                    .entry((key.clone(), Metric::P50))
+                    .or_default()
+                    .insert(s.round, r.latency.p50_us);
+            }
+            // req/s only where the server set the pace.
+            if let (Some(r), Some(u)) = (s.rps(), s.utilisation(cpus)) {
+                if u >= SATURATED {
+                    series
+                        .entry((key.clone(), Metric::Rps))
+                        .or_default()
+                        .insert(s.round, r);
+                }
+            }
+        }
+    }
+    let routes = &raw.settings.route_names();
+    if routes.len() > 1 {
+        add_route_means(&mut series, routes);
+    }
+
+    let mut comparisons = Vec::new();
+    let servers: Vec<ServerKey> = raw.servers.iter().map(|s| s.key.clone()).collect();
+    let mut route_names = routes.clone();
+    if routes.len() > 1 {
+        route_names.push(MEAN_ROUTE.into());
+    }
+    let references: Vec<Subject> = raw
+        .references
+        .iter()
+        .map(|r| Subject::Foreign(r.as_str().into()))
+        .collect();
+    for pair in comparison_pairs(&servers, &references) {
+        for &conns in &raw.settings.conns {
+            for route in &route_names {
+                for metric in [Metric::CpuPerRequest, Metric::Rps, Metric::P50] {
+                    let get =
+                        |k: &ServerKey| series.get(&((k.clone(), conns, route.clone()), metric));
+                    let (Some(a), Some(b)) = (get(&pair.0), get(&pair.1)) else {
+                        continue;
+                    };
+                    let name = format!(
+                        "{}|{}|{conns}|{route}|{}",
+                        pair.0,
+                        pair.1,
+                        metric.seed_name()
+                    );
+                    let Some(i) =
+                        bootstrap_median(&paired_ratios(a, b), seed_for(raw.settings.seed, &name))
+                    else {
+                        continue;
+                    };
+                    comparisons.push(Comparison {
+                        profile: pair.0.profile,
+                        conns,
+                        route: route.clone(),
+                        config: pair.0.config.clone(),
+                        baseline: pair.1.config.clone(),
+                        baseline_profile: pair.1.profile,
+                        metric,
+                        ratio_median: i.median,
+                        ci95_low: i.low,
+                        ci95_high: i.high,
+                        significant: i.excludes_one(),
+                        pairs: i.n,
+                    });
+                }
+            }
+        }
+    }
+    let resolution: Vec<Resolution> = comparisons
+        .iter()
+        .filter(|c| {
+            c.metric != Metric::P50
+                && c.config == Subject::Own(ServerConfig::IoUringControl)
+                && c.baseline == Subject::Own(ServerConfig::IoUring)
+                && c.profile == c.baseline_profile
+        })
+        .map(|c| Resolution {
+            profile: c.profile,
+            conns: c.conns,
+            route: c.route.clone(),
+            metric: c.metric,
+            half_width: c.interval().half_width(),
+            aa_bound: (1.0 - c.ci95_low).max(c.ci95_high - 1.0),
+            aa_apart: c.significant,
+        })
+        .collect();
+    let mut resolution_worst = BTreeMap::new();
+    for r in &resolution {
+        let e = resolution_worst
+            .entry(r.metric.key().to_string())
+            .or_insert(0.0f64);
+        *e = e.max(r.half_width);
+    }
+    let route_means = route_means(&rows, routes);
+    Summary {
+        rows,
+        comparisons,
+        resolution,
+        resolution_worst,
+        route_means,
+    }
+}
+
+/// Adds the per-round mean over the routes (rounds where every route measured) as the
+/// [`MEAN_ROUTE`] series of each server and level.
+fn add_route_means(
+    series: &mut BTreeMap<(CellKey, Metric), BTreeMap<u32, f64>>,
+    routes: &[String],
+) {
+    let mut means: BTreeMap<(CellKey, Metric), BTreeMap<u32, f64>> = BTreeMap::new();
+    let keys: std::collections::BTreeSet<(ServerKey, u32, Metric)> = series
+        .keys()
+        .map(|((k, c, _), m)| (k.clone(), *c, *m))
+        .collect();
+    for (key, conns, metric) in keys {
+        let per_route: Vec<&BTreeMap<u32, f64>> = routes
+            .iter()
+            .filter_map(|r| series.get(&((key.clone(), conns, r.clone()), metric)))
+            .collect();
+        if per_route.len() != routes.len() {
+            continue;
+        }
+        let rounds = per_route[0]
+            .keys()
+            .filter(|r| per_route.iter().all(|s| s.contains_key(r)));
+        let out: BTreeMap<u32, f64> = rounds
+            .map(|r| {
+                (
+                    *r,
+                    per_route.iter().map(|s| s[r]).sum::<f64>() / routes.len() as f64,
+                )
+            })
+            .collect();
+        means.insert(((key, conns, MEAN_ROUTE.into()), metric), out);
+    }
+    series.extend(means);
+}
+
+fn route_means(rows: &[Row], routes: &[String]) -> Vec<RouteMean> {
+    if routes.len() < 2 {
+        return vec![];
+    }
+    let mut sums: BTreeMap<(Profile, Subject, u32), Vec<f64>> = BTreeMap::new();
+    for r in rows {
+        sums.entry((r.profile, r.config.clone(), r.conns))
+            .or_default()
+            .push(r.rps_median);
+    }
+    sums.into_iter()
+        .filter(|(_, v)| v.len() == routes.len())
+        .map(|((profile, config, conns), v)| RouteMean {
+            profile,
+            config,
+            conns,
+            rps_mean: v.iter().sum::<f64>() / v.len() as f64,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+pub mod tests;

@@ -1,0 +1,158 @@
+//! One row of the summary: a server at one level on one route over all its slices, with what
+//! it really ran judged against what its configuration claims.
+
+use wire::{Backend, IoUringState};
+
+use super::{Row, SATURATED};
+use crate::model::{BackendSeen, Raw, ServerConfig, ServerCounters, ServerKey, Slice, Startup};
+use crate::stats::median;
+
+pub(super) fn row(
+    raw: &Raw,
+    key: &ServerKey,
+    conns: u32,
+    route: &str,
+    slices: &[&Slice],
+    cpus: usize,
+) -> Row {
+    let load_cpus = raw.settings.load_cpus.len().max(1);
+    let ok: Vec<&Slice> = slices.iter().copied().filter(|s| s.ok()).collect();
+    let util: Vec<Option<f64>> = ok.iter().map(|s| s.utilisation(cpus)).collect();
+    let saturated: Vec<f64> = ok
+        .iter()
+        .zip(&util)
+        .filter(|(_, u)| u.is_some_and(|u| u >= SATURATED))
+        .filter_map(|(s, _)| s.rps())
+        .collect();
+    let all_rps: Vec<f64> = ok.iter().filter_map(|s| s.rps()).collect();
+    let cpu_req: Vec<f64> = ok.iter().filter_map(|s| s.cpu_us_per_request()).collect();
+    let reports: Vec<&driver::report::Report> =
+        ok.iter().filter_map(|s| s.report.as_ref()).collect();
+    let buckets: Vec<&driver::report::LatencyBuckets> = reports
+        .iter()
+        .filter_map(|r| r.latency_buckets.as_ref())
+        .collect();
+    let merged = |q: f64| driver::report::LatencyBuckets::merged_quantile(&buckets, q);
+    let slice_p = |f: fn(&driver::report::Report) -> f64| {
+        median(&reports.iter().map(|r| f(r)).collect::<Vec<_>>()).unwrap_or(0.0)
+    };
+    let p50_median = slice_p(|r| r.latency.p50_us);
+    let p99_median = slice_p(|r| r.latency.p99_us);
+    let mut counters = ServerCounters::default();
+    for c in ok.iter().filter_map(|s| s.counters.as_ref()) {
+        counters.add(c);
+    }
+    let unsaturated = util
+        .iter()
+        .filter(|u| u.is_none_or(|u| u < SATURATED))
+        .count();
+    let record = raw.server(key);
+    let startup = record.and_then(|r| r.startup.as_ref());
+    let backend = startup.map_or("unknown".into(), |s| s.backend.to_string());
+    let io_uring = startup.map_or("unknown".into(), Startup::io_uring_text);
+    let (mut flag, mut note) = match (key.config.own(), startup) {
+        (Some(config), Some(startup)) => judge(config, startup),
+        _ => (None, None),
+    };
+    let never_started = record.is_some_and(|r| r.startup.is_none() && !r.events.is_empty());
+    if never_started {
+        // A result, not a crash of the run: say what the server itself said last.
+        let last = record
+            .and_then(|r| r.events.last())
+            .and_then(|e| e.lines().rev().find(|l| !l.trim().is_empty()))
+            .unwrap_or("");
+        flag = Some(format!("did not start: {last}"));
+    } else if slices.is_empty() {
+        let why = record
+            .and_then(|r| r.events.last())
+            .map_or("not measured", |e| e.lines().next().unwrap_or(""));
+        flag = Some(format!("no slice: {why}"));
+    } else if ok.is_empty() {
+        flag = Some(flag.unwrap_or_else(|| {
+            let why = slices
+                .iter()
+                .find_map(|s| s.error.clone())
+                .unwrap_or_default();
+            format!("every slice failed: {}", why.lines().next().unwrap_or(""))
+        }));
+    } else if saturated.is_empty() {
+        let n = "no slice saturated the server: req/s is the median of all slices and measured the driver or the machine";
+        note = Some(note.map_or(n.to_string(), |o| format!("{o}; {n}")));
+    }
+    let rps_basis = if saturated.is_empty() {
+        &all_rps
+    } else {
+        &saturated
+    };
+    let min_max = |v: &[f64]| {
+        (
+            v.iter().copied().reduce(f64::min),
+            v.iter().copied().reduce(f64::max),
+        )
+    };
+    let (rps_min, rps_max) = min_max(&all_rps);
+    let (cpu_min, cpu_max) = min_max(&cpu_req);
+    Row {
+        profile: key.profile,
+        config: key.config.clone(),
+        conns,
+        route: route.to_string(),
+        backend_observed: backend,
+        io_uring,
+        rounds_ok: ok.len() as u32,
+        rounds_failed: (slices.len() - ok.len()) as u32,
+        rps_median: median(rps_basis).unwrap_or(0.0),
+        rps_min: rps_min.unwrap_or(0.0),
+        rps_max: rps_max.unwrap_or(0.0),
+        cpu_us_per_request: median(&cpu_req),
+        cpu_us_per_request_min: cpu_min,
+        cpu_us_per_request_max: cpu_max,
+        p50_us: merged(0.50).unwrap_or(p50_median),
+        p99_us: merged(0.99).unwrap_or(p99_median),
+        p50_us_median: p50_median,
+        p99_us_median: p99_median,
+        server_cpu: median(&util.iter().flatten().map(|u| u * 100.0).collect::<Vec<_>>()),
+        driver_cpu: median(
+            &ok.iter()
+                .filter_map(|s| {
+                    let cpu = s.report.as_ref()?.driver_cpu_s?;
+                    (s.window_s > 0.0).then(|| cpu / s.window_s / load_cpus as f64 * 100.0)
+                })
+                .collect::<Vec<_>>(),
+        ),
+        load_bound_rounds: unsaturated as u32,
+        syscalls_per_request: counters.per_request(),
+        flag,
+        note,
+    }
+}
+
+/// Did the server run what its configuration claims? `(flag, note)`: a flag is a problem, a
+/// note an expected consequence of the profile (io_uring denied, so `auto` fell back).
+fn judge(config: ServerConfig, startup: &Startup) -> (Option<String>, Option<String>) {
+    let intended = config.intended_backend();
+    let BackendSeen::Server(ran) = startup.backend else {
+        return (
+            Some(format!("claims {intended} but ran a foreign server")),
+            None,
+        );
+    };
+    if ran == intended {
+        return (None, None);
+    }
+    if let (Backend::IoUring, Backend::Epoll(_), Some(IoUringState::Unavailable(why))) =
+        (intended, ran, &startup.io_uring)
+    {
+        return (
+            None,
+            Some(format!("io_uring denied ({why}): fell back to {ran}")),
+        );
+    }
+    (
+        Some(format!(
+            "claims {intended} but ran {ran} (io_uring={})",
+            startup.io_uring_text()
+        )),
+        None,
+    )
+}

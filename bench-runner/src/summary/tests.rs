@@ -1,0 +1,318 @@
+//! The summary on synthetic runs whose truth is known.
+use super::*;
+use wire::{Backend, IoUringState};
+
+use crate::model::{BackendSeen, Machine, ServerCounters, ServerRecord, Settings, Startup};
+
+pub fn report(requests: u64, p50: f64) -> driver::report::Report {
+    let mut r: driver::report::Report = serde_json::from_value(serde_json::json!({
+        "url": "u", "engine": "io_uring", "threads": 1, "connections": 64, "duration_s": 1.0,
+        "requests": requests, "elapsed_s": 1.0, "bytes_read": 0, "requests_per_s": requests as f64,
+        "transfer_per_s": 0.0,
+        "latency": {"mean_us": 1.0, "stdev_us": 0.0, "max_us": 1.0, "within_stdev_pct": 100.0,
+                     "p50_us": p50, "p75_us": 1.0, "p90_us": 1.0, "p99_us": 2.0 * p50, "p999_us": null},
+        "req_per_thread": {"mean": 0.0, "stdev": 0.0, "max": 0.0, "within_stdev_pct": 0.0},
+        "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0, "status": 0},
+        "reconnects": null, "driver_cpu_s": null, "driver_syscalls": null
+    }))
+    .unwrap();
+    // 60 % of the samples at `p50`, the rest at twice that.
+    let at_p50 = requests * 6 / 10;
+    r.latency_buckets = Some(driver::report::LatencyBuckets(vec![
+        (p50 as u64, at_p50),
+        (2 * p50 as u64, requests - at_p50),
+    ]));
+    r
+}
+
+fn key(profile: Profile, config: impl Into<Subject>) -> ServerKey {
+    ServerKey {
+        profile,
+        config: config.into(),
+    }
+}
+
+/// A run of `rounds` over the given servers, where `cost(key, round)` gives the CPU µs per
+/// request and `util(key, round)` the server's utilisation; 100 000 requests a slice scaled
+/// by the machine's speed in that round.
+pub fn synthetic(
+    servers: &[ServerKey],
+    rounds: u32,
+    cost: impl Fn(&ServerKey, u32) -> f64,
+    util: impl Fn(&ServerKey, u32) -> f64,
+) -> Raw {
+    let mut slices = Vec::new();
+    for round in 1..=rounds {
+        for (i, k) in servers.iter().enumerate() {
+            let c = cost(k, round);
+            let u = util(k, round);
+            // Requests the server can do in the window at that cost and utilisation.
+            let requests = (u * 1e6 / c) as u64;
+            slices.push(Slice {
+                round,
+                position: i as u32,
+                server: k.clone(),
+                conns: 64,
+                route: driver::target::Route::get_root(),
+                at_s: 0.0,
+                window_s: 1.0,
+                report: Some(report(requests, 150.0)),
+                server_cpu_ns: Some((u * 1e9) as u64),
+                counters: Some(ServerCounters {
+                    requests,
+                    connections: 0,
+                    syscalls: [
+                        ("recvfrom".to_string(), requests),
+                        ("sendto".to_string(), requests),
+                    ]
+                    .into(),
+                }),
+                error: None,
+            });
+        }
+    }
+    Raw {
+        schema: crate::model::SCHEMA,
+        engine: "native".into(),
+        machine: Machine::default(),
+        driver: "rxload".into(),
+        started_utc: String::new(),
+        commit: None,
+        foreign: vec![],
+        references: vec![],
+        settings: Settings {
+            rounds,
+            slice_s: 1.0,
+            slice_warmup_s: 0.3,
+            conns: vec![64],
+            routes: vec![driver::target::Route::get_root()],
+            seed: 9,
+            schedule: None,
+            server_cpus: vec![0],
+            load_cpus: vec![1],
+            network: "host".into(),
+            target_host: "127.0.0.1".into(),
+        },
+        servers: servers
+            .iter()
+            .map(|k| ServerRecord {
+                key: k.clone(),
+                port: 3000,
+                startup: Some(Startup {
+                    line: String::new(),
+                    backend: k.config.own().map_or(BackendSeen::Foreign, |c| {
+                        BackendSeen::Server(c.intended_backend())
+                    }),
+                    io_uring: Some(IoUringState::Active {
+                        setup: "x".into(),
+                        recv_multishot: false,
+                    }),
+                    workers: 1,
+                }),
+                starts: 1,
+                events: vec![],
+                final_counters: None,
+                strace: None,
+            })
+            .collect(),
+        slices,
+        notes: vec![],
+        complete: true,
+    }
+}
+
+#[test]
+fn paired_comparisons_find_the_real_difference_and_not_the_control() {
+    let servers = [
+        key(Profile::Relaxed, ServerConfig::Legacy),
+        key(Profile::Relaxed, ServerConfig::Rx),
+        key(Profile::Relaxed, ServerConfig::IoUring),
+        key(Profile::Relaxed, ServerConfig::IoUringControl),
+    ];
+    // Legacy costs 14 % more than rx; both io_uring servers are the same; the machine
+    // drifts by ±20 % between rounds and every slice has 1–2 % noise of its own.
+    let noise = |k: &ServerKey, r: u32| {
+        let c = k.config.own().unwrap() as u32;
+        1.0 + 0.015 * ((r * 7 + c * 13) as f64).sin()
+    };
+    let raw = synthetic(
+        &servers,
+        24,
+        |k, r| {
+            let base = match k.config.own().unwrap() {
+                ServerConfig::Legacy => 7.8,
+                ServerConfig::Rx => 6.85,
+                _ => 7.3,
+            };
+            base * (1.0 + 0.2 * (r as f64).sin()) * noise(k, r)
+        },
+        |_, r| if r % 6 == 0 { 0.45 } else { 0.98 },
+    );
+    let s = summarise(&raw);
+    let cmp = |config, metric| {
+        s.comparisons
+            .iter()
+            .find(|c| c.config == config && c.metric == metric)
+            .unwrap()
+    };
+    let rx = cmp(ServerConfig::Rx, Metric::CpuPerRequest);
+    assert_eq!((&rx.baseline, rx.pairs), (&ServerConfig::Legacy.into(), 24));
+    assert!(rx.significant && rx.ci95_high < 0.9, "{rx:?}");
+    let control = cmp(ServerConfig::IoUringControl, Metric::CpuPerRequest);
+    assert_eq!(control.baseline, ServerConfig::IoUring);
+    assert!(!control.significant, "{control:?}");
+    // req/s pairs leave out the four half-speed rounds.
+    assert_eq!(cmp(ServerConfig::Rx, Metric::Rps).pairs, 20);
+    let io = cmp(ServerConfig::IoUring, Metric::CpuPerRequest);
+    assert_eq!(io.baseline, ServerConfig::Rx);
+    assert!(io.significant && io.ratio_median > 1.0);
+    // Resolution: the control's half-width, for both metrics.
+    assert_eq!(s.resolution.len(), 2);
+    let worst = s.resolution_worst["cpu_per_request"];
+    assert!(worst > 0.0 && worst < 0.03, "{worst}");
+    // Rows: unsaturated slices counted and left out of the req/s median.
+    let row = s
+        .rows
+        .iter()
+        .find(|r| r.config == ServerConfig::Rx)
+        .unwrap();
+    assert_eq!(row.load_bound_rounds, 4);
+    assert_eq!(row.rounds_ok, 24);
+    assert_eq!(row.syscalls_per_request["total"], 2.0);
+    assert!(row.flag.is_none() && row.note.is_none(), "{row:?}");
+    assert_eq!(
+        row.p50_us, 150.0,
+        "merged buckets: 60 % of the samples at 150 µs"
+    );
+}
+
+#[test]
+fn profiles_are_compared_with_relaxed_for_the_same_configuration() {
+    let servers = [
+        key(Profile::Default, ServerConfig::Rx),
+        key(Profile::NoIoUring, ServerConfig::Rx),
+        key(Profile::Relaxed, ServerConfig::Rx),
+        key(Profile::Relaxed, ServerConfig::Legacy),
+    ];
+    let pairs = comparison_pairs(&servers, &[]);
+    let has = |a: usize, b: usize| pairs.contains(&(servers[a].clone(), servers[b].clone()));
+    assert!(has(0, 2) && has(1, 2) && has(2, 3));
+    assert_eq!(pairs.len(), 3, "{pairs:?}");
+}
+
+#[test]
+fn each_own_configuration_is_compared_with_each_foreign_server_of_its_profile() {
+    let nginx = || Subject::Foreign("nginx".into());
+    let servers = [
+        key(Profile::Relaxed, ServerConfig::Rx),
+        key(Profile::Relaxed, ServerConfig::Legacy),
+        key(Profile::Relaxed, nginx()),
+        key(Profile::NoIoUring, nginx()),
+    ];
+    let pairs = comparison_pairs(&servers, &[]);
+    let has = |a: usize, b: usize| pairs.contains(&(servers[a].clone(), servers[b].clone()));
+    assert!(has(0, 1), "rx against legacy, as before");
+    assert!(has(0, 2) && has(1, 2), "each configuration against nginx");
+    assert!(has(3, 2), "nginx under no-io-uring against relaxed");
+    assert!(
+        !has(2, 0),
+        "a foreign server is the baseline, not the subject"
+    );
+    assert_eq!(pairs.len(), 4, "{pairs:?}");
+    // A foreign row has no backend to judge and no counters to miss.
+    let raw = synthetic(&servers[..3], 6, |_, _| 7.0, |_, _| 0.99);
+    let mut raw = raw;
+    for s in raw.slices.iter_mut().filter(|s| s.server.config == nginx()) {
+        s.counters = None;
+    }
+    let s = summarise(&raw);
+    let row = s.rows.iter().find(|r| r.config == nginx()).unwrap();
+    assert!(row.flag.is_none() && row.note.is_none(), "{row:?}");
+    assert!(row.syscalls_per_request.is_empty());
+    assert!(s
+        .comparisons
+        .iter()
+        .any(|c| c.config == ServerConfig::Rx && c.baseline == nginx()));
+}
+
+#[test]
+fn a_reference_server_is_compared_with_every_other_foreign_server_of_its_profile() {
+    let foreign = |n: &str| Subject::Foreign(n.into());
+    let servers = [
+        key(Profile::Relaxed, ServerConfig::Rx),
+        key(Profile::Relaxed, foreign("floor")),
+        key(Profile::Relaxed, foreign("nginx")),
+        key(Profile::Relaxed, foreign("hyper")),
+        key(Profile::NoIoUring, foreign("hyper")),
+    ];
+    let pairs = comparison_pairs(&servers, &[foreign("floor")]);
+    let has = |a: usize, b: usize| pairs.contains(&(servers[a].clone(), servers[b].clone()));
+    assert!(
+        has(0, 1) && has(0, 2) && has(0, 3),
+        "ours against each, the floor included"
+    );
+    assert!(has(1, 2) && has(1, 3), "the floor against each other peer");
+    assert!(!has(2, 1) && !has(1, 1) && !has(1, 4), "{pairs:?}");
+    assert!(
+        !has(2, 3),
+        "peers that are not references are not set against each other"
+    );
+    assert_eq!(pairs.len(), 6, "{pairs:?}"); // and hyper under no-io-uring against relaxed
+    assert_eq!(comparison_pairs(&servers, &[]).len(), 4);
+}
+
+#[test]
+fn a_server_that_never_measured_is_flagged_and_a_fallback_is_a_note() {
+    let servers = [
+        key(Profile::NoIoUring, ServerConfig::IoUring),
+        key(Profile::Relaxed, ServerConfig::Rx),
+    ];
+    let mut raw = synthetic(&servers, 3, |_, _| 7.0, |_, _| 0.99);
+    let startup = raw.servers[0].startup.as_mut().unwrap();
+    startup.backend = BackendSeen::Server(Backend::Epoll(wire::EpollMode::Rx));
+    startup.io_uring = Some(IoUringState::Unavailable("EPERM".into()));
+    for s in raw.slices.iter_mut().filter(|s| s.server == servers[1]) {
+        s.error = Some("the server exited\nlast line".into());
+    }
+    let s = summarise(&raw);
+    let denied = &s.rows[0];
+    assert_eq!(
+        denied.note.as_deref(),
+        Some("io_uring denied (EPERM): fell back to epoll/rx")
+    );
+    assert!(denied.flag.is_none());
+    let dead = &s.rows[1];
+    assert_eq!(dead.rounds_failed, 3);
+    assert_eq!(
+        dead.flag.as_deref(),
+        Some("every slice failed: the server exited")
+    );
+}
+
+#[test]
+fn route_means_are_the_mean_of_the_routes() {
+    let s_route = |r: &str| r.parse::<driver::target::Route>().unwrap();
+    let servers = [
+        key(Profile::Relaxed, ServerConfig::Rx),
+        key(Profile::Relaxed, ServerConfig::Legacy),
+    ];
+    let mut raw = synthetic(&servers, 5, |_, _| 10.0, |_, _| 1.0);
+    let mut second = raw.slices.clone();
+    for s in &mut second {
+        s.route = "POST:/user".parse().unwrap();
+        s.report = Some(report(50_000, 100.0));
+    }
+    raw.slices.extend(second);
+    raw.settings.routes = vec![s_route("GET:/"), s_route("POST:/user")];
+    let s = summarise(&raw);
+    let rx = s
+        .route_means
+        .iter()
+        .find(|m| m.config == ServerConfig::Rx)
+        .unwrap();
+    assert_eq!(rx.rps_mean, 75_000.0);
+    assert!(s
+        .comparisons
+        .iter()
+        .any(|c| c.route == MEAN_ROUTE && c.metric == Metric::Rps));
+}
