@@ -102,6 +102,15 @@ fn request(stream: &[u8], at: usize, max_body: u64) -> Step {
         Ok(httparse::Status::Partial) if rest.len() <= MAX_HEAD => return Step::Incomplete,
         _ => return Step::Refuse,
     };
+    // Every line of the head, leading empty lines included, ends in CRLF (RFC 9112 §2.2 lets
+    // a recipient take a bare LF; this project does not, in the head as in chunk lines).
+    let mut line_at = 0;
+    while line_at < head_len {
+        match crlf_line(&rest[..head_len], line_at) {
+            Ok(Some((_, next))) => line_at = next,
+            _ => return Step::Refuse,
+        }
+    }
     let version = req.version.unwrap_or(1);
     let fields: Vec<Field> = req
         .headers
@@ -394,6 +403,9 @@ mod tests {
             "POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: \r\n\r\n".into(),
             "POST /user HTTP/1.1\r\nHost: t\r\nContent-Length: 1, 1\r\n\r\nx".into(),
             "GET / HTTP/1.1\r\n\r\n".into(),
+            "GET / HTTP/1.1\r\nHost: t\nX: 1\r\n\r\n".into(), // a bare LF in the head
+            "GET / HTTP/1.1\nHost: t\n\n".into(),             // every line LF only
+            "\nGET / HTTP/1.1\r\nHost: t\r\n\r\n".into(),     // a bare LF before it
         ] {
             assert_eq!(
                 frame(refused.as_bytes(), 1024).outcome,
@@ -433,6 +445,10 @@ mod tests {
             format!("{POST_CHUNKED}3\t\r\nabc\r\n0\r\n\r\n{GET}"), // found by the fuzzer
             format!("{POST_CHUNKED}0\r\nnot-a-field\r\n\r\n{GET}"),
             format!("{POST_CHUNKED}3\r\nabc\r\n0\r\n\r\n{GET}{GET}"),
+            // A bare LF ends a header line for httparse, not for a CRLF-only proxy in front.
+            "GET / HTTP/1.1\r\nHost: a\r\nDummy: x\nContent-Length: 23\r\n\r\nGET / HTTP/1.1\r\nDummy: GET /admin HTTP/1.1\r\nHost: a\r\n\r\n".into(),
+            "GET / HTTP/1.1\nHost: t\n\nGET / HTTP/1.1\nHost: t\n\n".into(),
+            format!("\r\n{GET}"), // one empty CRLF line before the request is allowed
         ] {
             check_against_reference(stream.as_bytes());
         }

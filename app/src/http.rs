@@ -181,6 +181,9 @@ impl Connection {
                 Ok(httparse::Status::Partial) => return done(pos, requests, After::KeepAlive),
                 Err(_) => return refuse(out, 400, requests),
             };
+            if has_bare_lf(&rest[..head_len]) {
+                return refuse(out, 400, requests);
+            }
             let head = match Head::read(&req) {
                 Ok(head) => head,
                 Err(status) => return refuse(out, status, requests),
@@ -239,6 +242,15 @@ impl Connection {
             }
         }
     }
+}
+
+/// A line of the head ends in a bare LF. httparse accepts one as a line end (RFC 9112 §2.2
+/// lets a recipient), but a proxy in front that reads only CRLF sees another set of fields —
+/// `X: a\nContent-Length: 23` is one field there and two here, a smuggling pair — so, as in
+/// chunk lines, every line of the head must end in CRLF. memchr finds the few LFs of a head
+/// without walking it byte by byte.
+fn has_bare_lf(head: &[u8]) -> bool {
+    memchr::memchr_iter(b'\n', head).any(|i| i == 0 || head[i - 1] != b'\r')
 }
 
 /// 414 when the request line alone is over the limit, 431 when the header fields are.
@@ -854,6 +866,48 @@ mod tests {
             statuses(&out).into_iter().map(String::from).collect(),
             p.after,
         )
+    }
+
+    /// The class, not the case: in each of these heads, every one of its CRLFs turned into a
+    /// bare LF (alone, and all at once) gets one 400 and a close — never the 200 of a head read
+    /// by LF, never a second answer for what follows.
+    #[test]
+    fn a_bare_lf_anywhere_in_the_head_is_one_400_and_a_close() {
+        let heads = [
+            "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+            "GET /user/1 HTTP/1.1\r\nHost: a\r\nDummy: x\r\nContent-Length: 0\r\n\r\n",
+            "POST /user HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n",
+            "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+            "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+        ];
+        let follow = "GET /user/hidden HTTP/1.1\r\nHost: a\r\n\r\n";
+        for head in heads {
+            let crlfs: Vec<usize> = head.match_indices("\r\n").map(|(i, _)| i).collect();
+            let mut variants: Vec<String> = crlfs
+                .iter()
+                .map(|&i| format!("{}\n{}", &head[..i], &head[i + 2..]))
+                .collect();
+            variants.push(head.replace("\r\n", "\n"));
+            for v in variants {
+                let stream = format!("{v}abc{follow}");
+                let (statuses, after) = answers(stream.as_bytes());
+                assert_eq!(
+                    (statuses, after),
+                    (vec!["400".to_string()], After::Close),
+                    "{v:?}"
+                );
+            }
+            // The head as it is still answered (and the body skipped): the refusal is the LF's.
+            let (statuses, _) = answers(format!("{head}abc{follow}").as_bytes());
+            assert_eq!(
+                statuses.first().map(String::as_str),
+                Some("200"),
+                "{head:?}"
+            );
+        }
+        // The request the issue found hidden by a CRLF-only reader is not answered.
+        let (statuses, after) = answers(b"GET / HTTP/1.1\r\nHost: a\r\nDummy: x\nContent-Length: 23\r\n\r\nGET / HTTP/1.1\r\nDummy: GET /admin HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!((statuses, after), (vec!["400".to_string()], After::Close));
     }
 
     #[test]

@@ -194,7 +194,8 @@ fn servers() -> &'static Vec<(&'static str, u16)> {
                 deny_io_uring: None,
             });
             let port = server.port;
-            // Kept for the life of the test binary (killed with it).
+            // Kept for the life of the test that started it: `die_with_spawning_thread`
+            // kills it when that test's thread ends.
             std::mem::forget(server);
             (name, port)
         })

@@ -56,6 +56,7 @@ thiserror = "2.0"
 httparse = "1.10"
 httpdate = "1.0"
 itoa = "1.0"
+memchr = "2.7"
 socket2 = { version = "0.6", features = ["all"] }
 serde_json = "1.0"
 wire = { path = "wire" }

@@ -58,9 +58,57 @@ pub fn deny_io_uring_in_child(cmd: &mut Command, errno: i32) -> Result<&mut Comm
     Ok(cmd)
 }
 
+/// Makes `cmd`'s child get SIGKILL when the thread that spawns it ends (`PR_SET_PDEATHSIG`;
+/// a child of a test dies with the test, even one killed or aborted). The signal follows the
+/// spawning *thread*, not the process: only for children that must not outlive it — never
+/// for a long-lived service spawned from a pool thread. Survives exec (not of a set-user-ID
+/// program), so a wrapper that execs the server (`prlimit`) passes it on.
+pub fn die_with_spawning_thread(cmd: &mut Command) -> &mut Command {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and makes two syscalls
+    // (prctl, getppid), both async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died between fork and prctl: the signal will never come.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other(
+                    "the parent exited before the child ran",
+                ));
+            }
+            Ok(())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_dies_with_the_thread_that_spawned_it() {
+        let pid = std::thread::spawn(|| {
+            let mut cmd = Command::new("sleep");
+            cmd.arg("30");
+            let child = die_with_spawning_thread(&mut cmd).spawn().unwrap();
+            let pid = child.id() as libc::pid_t;
+            std::mem::forget(child); // not killed or waited for by us
+            pid
+        })
+        .join()
+        .unwrap();
+        // Reaped as a zombie of this process once SIGKILL lands; waitpid tells how it ended.
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, writing only `status`.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(rc, pid);
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL,
+            "{status:#x}"
+        );
+    }
 
     #[test]
     fn child_sees_the_chosen_errno_and_nothing_else_changes() {

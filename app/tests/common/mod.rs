@@ -49,6 +49,9 @@ impl Server {
         if let Some(errno) = launch.deny_io_uring {
             sandbox::deny_io_uring_in_child(&mut cmd, errno).unwrap();
         }
+        // The server dies with the test that started it, however the test ends (a server kept
+        // for a whole test binary, as framing.rs keeps one per backend, included).
+        sandbox::die_with_spawning_thread(&mut cmd);
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("spawning {wrapper:?} {SERVER}: {e}"));
