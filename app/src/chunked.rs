@@ -5,8 +5,10 @@
 //! root of request smuggling): every line ends in CRLF — a bare LF, or a CR not followed by LF,
 //! anywhere in a size line, an extension or a trailer is malformed — and control bytes other
 //! than HTAB are refused in extensions and trailers (RFC 9112 §7.1.1, RFC 9110 §5.5); after a
-//! size only the CR or whitespace and `;` may follow, and a trailer line is `token ":" value`. Sizes are
-//! limited by value (the body limit), not by how many digits spell them.
+//! size only the CR or whitespace and `;` may follow; an extension is held to its grammar (a
+//! token name, and a token or a complete quoted-string value); and a trailer line is
+//! `token ":" value`. Sizes are limited by value (the body limit), not by how many digits
+//! spell them.
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum ChunkError {
@@ -21,8 +23,21 @@ enum State {
     /// Whitespace after the size (BWS): only more of it or the `;` of an extension may follow
     /// (`chunk-ext = *( BWS ";" … )`: whitespace alone before the CR is no extension).
     SizeBws,
-    /// Chunk extension, ignored up to its CR (HTAB and visible bytes only).
-    Extension,
+    /// After an extension's `;`: BWS, then its name (RFC 9112 §7.1.1:
+    /// `chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )`).
+    ExtBeforeName,
+    /// The name, a token.
+    ExtName,
+    /// BWS after the name: `=`, another `;` or the CR may follow.
+    ExtAfterName,
+    /// After `=`: BWS, then a token or a quoted-string.
+    ExtBeforeValue,
+    ExtToken,
+    /// Inside a quoted-string; `ExtQuotedPair` just after its backslash.
+    ExtQuoted,
+    ExtQuotedPair,
+    /// BWS after a value: another `;` or the CR may follow.
+    ExtAfterValue,
     SizeLf,
     Data,
     DataCr,
@@ -77,19 +92,64 @@ impl Chunked {
                         State::Size
                     }
                     _ if self.digits == 0 => return Err(ChunkError::Malformed),
-                    b';' => State::Extension,
+                    b';' => State::ExtBeforeName,
                     b' ' | b'\t' => State::SizeBws,
                     b'\r' => State::SizeLf,
                     _ => return Err(ChunkError::Malformed),
                 },
                 State::SizeBws => match b {
                     b' ' | b'\t' => State::SizeBws,
-                    b';' => State::Extension,
+                    b';' => State::ExtBeforeName,
                     _ => return Err(ChunkError::Malformed),
                 },
-                State::Extension => match b {
+                State::ExtBeforeName => match b {
+                    b' ' | b'\t' => State::ExtBeforeName,
+                    _ if tchar(b) => State::ExtName,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::ExtName => match b {
+                    _ if tchar(b) => State::ExtName,
+                    b' ' | b'\t' => State::ExtAfterName,
+                    b'=' => State::ExtBeforeValue,
+                    b';' => State::ExtBeforeName,
                     b'\r' => State::SizeLf,
-                    b'\t' | b' '..=b'~' | 0x80..=0xff => State::Extension,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::ExtAfterName => match b {
+                    b' ' | b'\t' => State::ExtAfterName,
+                    b'=' => State::ExtBeforeValue,
+                    b';' => State::ExtBeforeName,
+                    b'\r' => State::SizeLf,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::ExtBeforeValue => match b {
+                    b' ' | b'\t' => State::ExtBeforeValue,
+                    b'"' => State::ExtQuoted,
+                    _ if tchar(b) => State::ExtToken,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::ExtToken => match b {
+                    _ if tchar(b) => State::ExtToken,
+                    b' ' | b'\t' => State::ExtAfterValue,
+                    b';' => State::ExtBeforeName,
+                    b'\r' => State::SizeLf,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                // qdtext: HTAB, SP, 0x21, 0x23-0x5B, 0x5D-0x7E, obs-text (RFC 9110 §5.6.4).
+                State::ExtQuoted => match b {
+                    b'"' => State::ExtAfterValue,
+                    b'\\' => State::ExtQuotedPair,
+                    b'\t' | b' '..=b'~' | 0x80..=0xff => State::ExtQuoted,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::ExtQuotedPair => match b {
+                    b'\t' | b' '..=b'~' | 0x80..=0xff => State::ExtQuoted,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::ExtAfterValue => match b {
+                    b' ' | b'\t' => State::ExtAfterValue,
+                    b';' => State::ExtBeforeName,
+                    b'\r' => State::SizeLf,
                     _ => return Err(ChunkError::Malformed),
                 },
                 State::SizeLf => match b {
@@ -227,6 +287,36 @@ mod tests {
     fn sizes_are_limited_by_value_not_by_digits() {
         let body = b"00000000000000000003\r\nabc\r\n0000000000000000000000\r\n\r\n";
         assert_eq!(skip_all(body, 5), Ok(body.len()));
+    }
+
+    #[test]
+    fn extensions_are_held_to_their_grammar() {
+        for good in [
+            &b"3;a\r\nabc\r\n0\r\n\r\n"[..],
+            b"3;a=b\r\nabc\r\n0\r\n\r\n",
+            b"3 ; a = b ; c\r\nabc\r\n0\r\n\r\n",
+            b"3;a=\"\"\r\nabc\r\n0\r\n\r\n",
+            b"3;a=\"x;y \\\" z\"\r\nabc\r\n0\r\n\r\n",
+            b"3;a=\"\xce\xb4\";b\r\nabc\r\n0\r\n\r\n",
+        ] {
+            let show = String::from_utf8_lossy(good).escape_debug().to_string();
+            assert_eq!(skip_all(good, 1), Ok(good.len()), "{show}");
+        }
+        for bad in [
+            &b"2;\r\nab\r\n0\r\n\r\n"[..],          // `;` and no name
+            b"3;a=\"abc;b\r\nabc\r\n0\r\n\r\n",     // an unterminated quoted-string
+            b"3;a=\r\nabc\r\n0\r\n\r\n",            // `=` and no value
+            b"3;a b\r\nabc\r\n0\r\n\r\n",           // two names without `;`
+            b"3;a=b c\r\nabc\r\n0\r\n\r\n",         // two values
+            b"3;a=\"x\"y\r\nabc\r\n0\r\n\r\n",      // bytes after the closing quote
+            b"3;a/b\r\nabc\r\n0\r\n\r\n",           // a name that is no token
+            b"3;a=b/c\r\nabc\r\n0\r\n\r\n",         // a value that is no token
+            b"3;;a\r\nabc\r\n0\r\n\r\n",            // an empty extension
+            b"3;a=\"x\\\x01\"\r\nabc\r\n0\r\n\r\n", // a control byte quoted
+        ] {
+            let show = String::from_utf8_lossy(bad).escape_debug().to_string();
+            assert_eq!(skip_all(bad, 1), Err(ChunkError::Malformed), "{show}");
+        }
     }
 
     #[test]

@@ -111,6 +111,15 @@ fn request(stream: &[u8], at: usize, max_body: u64) -> Step {
             _ => return Step::Refuse,
         }
     }
+    // The request-target, read off the request line itself: ASCII only (RFC 3986).
+    let line = &rest[rest
+        .iter()
+        .take_while(|&&b| b == b'\r' || b == b'\n')
+        .count()..];
+    let target = line.split(|&b| b == b' ').nth(1).unwrap_or(b"");
+    if !target.is_ascii() {
+        return Step::Refuse;
+    }
     let version = req.version.unwrap_or(1);
     let fields: Vec<Field> = req
         .headers
@@ -235,6 +244,60 @@ fn tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
+/// `chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )`, the name a
+/// token, the value a token or a quoted-string (RFC 9112 §7.1.1, RFC 9110 §5.6.4); `ext`
+/// starts at its first `;`.
+fn chunk_ext(ext: &[u8]) -> bool {
+    let bws = |at: &mut usize| {
+        while matches!(ext.get(*at), Some(b' ' | b'\t')) {
+            *at += 1;
+        }
+    };
+    let token = |at: &mut usize| {
+        let start = *at;
+        while ext.get(*at).is_some_and(|&b| tchar(b)) {
+            *at += 1;
+        }
+        *at > start
+    };
+    let mut at = 0;
+    while at < ext.len() {
+        bws(&mut at);
+        if ext.get(at) != Some(&b';') {
+            return false;
+        }
+        at += 1;
+        bws(&mut at);
+        if !token(&mut at) {
+            return false;
+        }
+        let before_eq = at;
+        bws(&mut at);
+        if ext.get(at) != Some(&b'=') {
+            // No value: what follows is the next extension (or the end), after its BWS.
+            at = before_eq;
+            continue;
+        }
+        at += 1;
+        bws(&mut at);
+        if ext.get(at) == Some(&b'"') {
+            at += 1;
+            loop {
+                match ext.get(at) {
+                    Some(b'"') => break,
+                    Some(b'\\') if ext.get(at + 1).is_some_and(|&b| text(b)) => at += 2,
+                    Some(&b) if text(b) && b != b'\\' => at += 1,
+                    _ => return false,
+                }
+            }
+            at += 1;
+        } else if !token(&mut at) {
+            return false;
+        }
+    }
+    true
+}
+
 /// `chunk-size [BWS ";" ext-text]`: the size, or `None` for a malformed line. Extensions are
 /// not interpreted (a recipient ignores them), only kept to text bytes.
 fn chunk_size(line: &[u8]) -> Option<u128> {
@@ -247,9 +310,9 @@ fn chunk_size(line: &[u8]) -> Option<u128> {
         .iter()
         .take_while(|&&b| b == b' ' || b == b'\t')
         .count()..];
-    let extension_ok = match after_bws.split_first() {
+    let extension_ok = match after_bws.first() {
         None => rest.is_empty(),
-        Some((b';', ext)) => ext.iter().all(|&b| text(b)),
+        Some(b';') => chunk_ext(after_bws),
         Some(_) => false,
     };
     if !extension_ok {
@@ -398,6 +461,8 @@ mod tests {
             format!("{POST_CHUNKED}3;a\nabc\r\n0\r\n\r\n"), // bare LF in an extension
             format!("{POST_CHUNKED}3 x\r\nabc\r\n0\r\n\r\n"), // BWS then not ';'
             format!("{POST_CHUNKED}0\r\nno colon\r\n\r\n"), // a trailer that is no field
+            format!("{POST_CHUNKED}2;\r\nab\r\n0\r\n\r\n"), // an extension with no name
+            format!("{POST_CHUNKED}5;a=\"abc;b\r\nabcde\r\n0\r\n\r\n"), // an open quote
             format!("{POST_CHUNKED}401\r\n"),               // over the body limit
             "POST /user HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".into(),
             "POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: \r\n\r\n".into(),
@@ -406,6 +471,7 @@ mod tests {
             "GET / HTTP/1.1\r\nHost: t\nX: 1\r\n\r\n".into(), // a bare LF in the head
             "GET / HTTP/1.1\nHost: t\n\n".into(),             // every line LF only
             "\nGET / HTTP/1.1\r\nHost: t\r\n\r\n".into(),     // a bare LF before it
+            "GET /\u{3b4} HTTP/1.1\r\nHost: t\r\n\r\n".into(), // a byte over 0x7F in the target
         ] {
             assert_eq!(
                 frame(refused.as_bytes(), 1024).outcome,
@@ -445,6 +511,9 @@ mod tests {
             format!("{POST_CHUNKED}3\t\r\nabc\r\n0\r\n\r\n{GET}"), // found by the fuzzer
             format!("{POST_CHUNKED}0\r\nnot-a-field\r\n\r\n{GET}"),
             format!("{POST_CHUNKED}3\r\nabc\r\n0\r\n\r\n{GET}{GET}"),
+            format!("{POST_CHUNKED}2;\r\nab\r\n0\r\n\r\n{GET}"),
+            format!("{POST_CHUNKED}5;a=\"abc;b\r\nabcde\r\n0\r\n\r\n{GET}"),
+            format!("{POST_CHUNKED}3 ; a = \"x\\\"y\" ; b\r\nabc\r\n0\r\n\r\n{GET}"),
             // A bare LF ends a header line for httparse, not for a CRLF-only proxy in front.
             "GET / HTTP/1.1\r\nHost: a\r\nDummy: x\nContent-Length: 23\r\n\r\nGET / HTTP/1.1\r\nDummy: GET /admin HTTP/1.1\r\nHost: a\r\n\r\n".into(),
             "GET / HTTP/1.1\nHost: t\n\nGET / HTTP/1.1\nHost: t\n\n".into(),

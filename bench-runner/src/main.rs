@@ -46,6 +46,7 @@ fn main() {
             website,
         }) => export::export(&repo_root(), &out, &export::Links { github, website }),
         Some(Cmd::BuildImages) => runtime.block_on(build_images()),
+        Some(Cmd::Clean) => runtime.block_on(clean()),
         Some(Cmd::Peers(args)) => {
             peers::run_args(&args, &repo_root()).and_then(|run| runtime.block_on(run::run(run)))
         }
@@ -55,6 +56,17 @@ fn main() {
         eprintln!("bench-runner: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// `bench-runner clean`: what killed runs left in the engine, removed and counted.
+async fn clean() -> Result<()> {
+    let d = engine::docker::connect().await?;
+    let n = d.remove_stale().await?;
+    println!(
+        "removed {n} rxbench container(s) and every rxbench network from {}",
+        d.describe()
+    );
+    Ok(())
 }
 
 async fn build_images() -> Result<()> {

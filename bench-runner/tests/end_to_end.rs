@@ -774,6 +774,73 @@ fn ctrl_c_mid_run_leaves_no_container_and_keeps_what_was_measured() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// A runner killed with SIGKILL cannot clean up: its containers stay until `clean` (or the next
+/// run) removes them, and what it measured re-renders from its raw.json.
+#[test]
+fn a_runner_killed_mid_run_leaves_containers_that_clean_removes_and_its_slices_re_render() {
+    if !available_or_skip(
+        docker_reachable(),
+        "killed_runner",
+        "no Docker engine answers",
+    ) {
+        return;
+    }
+    let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("kill9");
+    let mut child = Command::new(RUNNER)
+        .args([
+            "--engine",
+            "docker",
+            "--quick",
+            "--conns",
+            "64",
+            "--configs",
+            "rx,legacy",
+            "--profiles",
+            "relaxed",
+            "--port",
+            "3946",
+            "--out",
+        ])
+        .arg(&out)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_slices(&out, 2);
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    assert!(
+        rxbench_containers() > 0,
+        "a killed runner cannot have removed its servers"
+    );
+    let cleaned = Command::new(RUNNER).arg("clean").output().unwrap();
+    let said = String::from_utf8_lossy(&cleaned.stdout);
+    assert!(cleaned.status.success(), "{said}");
+    assert!(said.starts_with("removed 2 rxbench container(s)"), "{said}");
+    assert_eq!(rxbench_containers(), 0, "clean left containers");
+    let again = Command::new(RUNNER).arg("clean").output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stdout).starts_with("removed 0 "));
+    // The slices on disk are whole (raw.json is replaced atomically) and re-render.
+    let dir = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name() != "latest")
+        .unwrap()
+        .path();
+    let report = Command::new(RUNNER)
+        .arg("report")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    assert!(String::from_utf8_lossy(&report.stdout).contains("incomplete run"));
+    std::fs::remove_dir_all(&out).ok();
+}
+
 #[test]
 fn docker_bridge_network_aims_at_each_container_and_cleans_up() {
     if !available_or_skip(

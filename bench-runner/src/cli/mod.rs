@@ -58,6 +58,9 @@ pub enum Cmd {
         #[arg(long)]
         website: Option<String>,
     },
+    /// Remove every container and network an earlier run left behind (a runner killed with
+    /// SIGKILL cannot clean up; the next run would remove them at its start)
+    Clean,
     /// Build the images offline: rxbench-server, rxbench-runner (compose.yaml) and
     /// rxbench-rxload (deploy/k8s)
     BuildImages,
