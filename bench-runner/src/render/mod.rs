@@ -3,6 +3,7 @@
 //! (raw.json itself is the runner's to write: re-rendering never rewrites the source).
 
 mod chart;
+mod csv;
 mod html;
 mod table;
 
@@ -53,8 +54,8 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary> {
     let summary = file.summary;
     let markdown = table::markdown(raw, &summary);
     write("table.md", markdown.clone())?;
-    write("results.csv", table::csv(&summary))?;
-    write("comparisons.csv", table::comparisons_csv(&summary))?;
+    write("results.csv", csv::rows(&summary))?;
+    write("comparisons.csv", csv::comparisons(&summary))?;
     chart::draw(&dir.join("chart.svg"), raw, &summary)?;
     let svg = std::fs::read_to_string(dir.join("chart.svg")).context("reading chart.svg back")?;
     let title = format!("rxbench results {} ({})", raw.started_utc, raw.engine);

@@ -1,5 +1,4 @@
-//! table.md (the seed PR's layout, every change with its paired interval, then the evidence)
-//! and results.csv.
+//! table.md: the seed PR's layout, every change with its paired interval, then the evidence.
 
 use crate::model::{Profile, Raw, ServerConfig, Subject};
 use crate::stats::{ratio_text, short_ms, short_rate};
@@ -412,60 +411,4 @@ fn strace_profiles(raw: &Raw) -> String {
         );
     }
     t + "\n"
-}
-
-pub fn csv(s: &Summary) -> String {
-    let mut t = String::from("profile,config,conns,route,backend_observed,io_uring,rounds_ok,rounds_failed,rps_median,rps_min,rps_max,cpu_us_per_request,p50_us,p99_us,server_cpu,load_bound_rounds,syscalls_per_request_total,epoll_ctl_per_request,flag,note\n");
-    let q = |x: &str| format!("\"{}\"", x.replace('"', "\"\""));
-    let opt = |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
-    for r in &s.rows {
-        t += &format!(
-            "{},{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{},{:.1},{:.1},{},{},{},{},{},{}\n",
-            r.profile.name(),
-            r.config.name(),
-            r.conns,
-            q(&r.route),
-            r.backend_observed,
-            q(&r.io_uring),
-            r.rounds_ok,
-            r.rounds_failed,
-            r.rps_median,
-            r.rps_min,
-            r.rps_max,
-            opt(r.cpu_us_per_request, 3),
-            r.p50_us,
-            r.p99_us,
-            opt(r.server_cpu, 1),
-            r.load_bound_rounds,
-            opt(r.syscalls_per_request.get("total").copied(), 4),
-            opt(r.syscalls_per_request.get("epoll_ctl").copied(), 4),
-            q(r.flag.as_deref().unwrap_or("")),
-            q(r.note.as_deref().unwrap_or(""))
-        );
-    }
-    t
-}
-
-/// comparisons.csv: every paired comparison, one per line.
-pub fn comparisons_csv(s: &Summary) -> String {
-    let q = |x: &str| format!("\"{}\"", x.replace('"', "\"\""));
-    let mut t = String::from("profile,config,baseline_profile,baseline,conns,route,metric,ratio_median,ci95_low,ci95_high,significant,pairs\n");
-    for c in &s.comparisons {
-        t += &format!(
-            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{}\n",
-            c.profile.name(),
-            c.config.name(),
-            c.baseline_profile.name(),
-            c.baseline.name(),
-            c.conns,
-            q(&c.route),
-            c.metric.key(),
-            c.ratio_median,
-            c.ci95_low,
-            c.ci95_high,
-            c.significant,
-            c.pairs
-        );
-    }
-    t
 }

@@ -1,0 +1,121 @@
+//! The command line as a user types it: defaults, typed values, refusals by name.
+
+use super::*;
+use crate::model::Launch;
+
+fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
+    Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).map(|c| c.run)
+}
+
+#[test]
+fn defaults_quick_and_explicit_values() {
+    let a = parse(&[]).unwrap();
+    let m = &a.measure;
+    assert_eq!(
+        (m.rounds(), m.slice(), m.slice_warmup()),
+        (24, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
+    );
+    assert_eq!(a.profiles, Profile::ALL);
+    assert_eq!(a.configs, ServerConfig::ALL);
+    assert_eq!(m.routes, [Route::get_root()]);
+    let q = parse(&["--quick"]).unwrap().measure;
+    assert_eq!((q.rounds(), q.slice()), (QUICK_ROUNDS, QUICK_SLICE));
+    let q = parse(&["--quick", "--rounds", "9", "--slice", "2s"])
+        .unwrap()
+        .measure;
+    assert_eq!((q.rounds(), q.slice()), (9, Duration::from_secs(2)));
+    let r = parse(&["--routes", "get:/,POST:/user"]).unwrap().measure;
+    let spelled: Vec<String> = r.routes.iter().map(ToString::to_string).collect();
+    assert_eq!(spelled, ["GET:/", "POST:/user"]);
+    let c = parse(&[
+        "--configs",
+        "io_uring,io_uring-control",
+        "--profiles",
+        "no-io-uring",
+    ])
+    .unwrap();
+    assert_eq!(
+        c.configs,
+        [ServerConfig::IoUring, ServerConfig::IoUringControl]
+    );
+    assert_eq!(c.profiles, [Profile::NoIoUring]);
+}
+
+#[test]
+fn peers_shares_the_measuring_options_with_a_run() {
+    let cli = Cli::try_parse_from([
+        "x",
+        "peers",
+        "--only",
+        "nginx",
+        "--rounds",
+        "7",
+        "--routes",
+        "GET:/user/0",
+        "--quick",
+    ])
+    .unwrap();
+    let Some(Cmd::Peers(p)) = cli.command else {
+        panic!("not peers");
+    };
+    assert_eq!(p.only, [Peer::Nginx]);
+    assert_eq!((p.measure.rounds(), p.measure.slice()), (7, QUICK_SLICE));
+    assert_eq!(p.measure.routes[0].path, "/user/0");
+    assert_eq!(p.port, 3100);
+}
+
+#[test]
+fn foreign_servers_parse_with_their_environment() {
+    let a = parse(&[
+        "--server",
+        "nginx=cmd:nginx -c /x.conf -g 'daemon off;',WORKERS=1,RUST_LOG=off",
+        "--server",
+        "web=image:example/web:1.2",
+        "--server",
+        "tricky=cmd:echo a,b,not-env=1",
+    ])
+    .unwrap();
+    assert_eq!(a.servers.len(), 3);
+    assert_eq!(a.servers[0].name, "nginx");
+    assert_eq!(
+        a.servers[0].launch,
+        Launch::Cmd("nginx -c /x.conf -g 'daemon off;'".into())
+    );
+    assert_eq!(
+        a.servers[0].env,
+        [
+            ("WORKERS".into(), "1".into()),
+            ("RUST_LOG".into(), "off".into())
+        ]
+    );
+    assert_eq!(a.servers[1].launch, Launch::Image("example/web:1.2".into()));
+    assert!(a.servers[1].env.is_empty());
+    assert_eq!(
+        a.servers[2].launch,
+        Launch::Cmd("echo a,b,not-env=1".into())
+    );
+}
+
+#[test]
+fn bad_values_are_refused_by_name() {
+    for (args, needle) in [
+        (vec!["--profiles", "strict"], "strict"),
+        (vec!["--configs", "kqueue"], "kqueue"),
+        (vec!["--rounds", "0"], "0"),
+        (vec!["--network", "overlay"], "overlay"),
+        (vec!["--slice", "10ms"], "shorter than 100 ms"),
+        (vec!["--conns", "0"], "0"),
+        (vec!["--routes", "nonsense"], "nonsense"),
+        (vec!["--server", "nginx"], "expected NAME=cmd:COMMAND"),
+        (vec!["--server", "Nginx=cmd:nginx"], "a server name is"),
+        (
+            vec!["--server", "rx=cmd:x"],
+            "one of this project's configurations",
+        ),
+        (vec!["--server", "n=nginx -g x"], "say how to start n"),
+        (vec!["--server", "n=cmd:"], "empty"),
+    ] {
+        let e = parse(&args).unwrap_err().to_string();
+        assert!(e.contains(needle), "{args:?}: {e}");
+    }
+}
