@@ -2,7 +2,7 @@
 //! round by round with each one on disk as it finishes, and nothing left behind.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -202,7 +202,7 @@ struct Rounds<'a> {
     driver: &'a (dyn LoadDriver + Send + Sync),
     setup: &'a Setup,
     load_cpus: &'a [usize],
-    dir: &'a PathBuf,
+    dir: &'a Path,
 }
 
 impl Rounds<'_> {

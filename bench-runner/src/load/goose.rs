@@ -3,10 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use driver::report::Report;
 
-use super::{run_child, Load, LoadDriver, Setup};
+use super::{run_child, Load, LoadDriver, LoadError, Setup};
 use crate::engine::build;
 
 pub struct Goose {
@@ -15,9 +14,9 @@ pub struct Goose {
 }
 
 impl Goose {
-    pub fn build(root: &Path) -> Result<Goose> {
+    pub fn build(root: &Path) -> Result<Goose, LoadError> {
         Ok(Goose {
-            rxload: build::rxload_with_goose(root)?,
+            rxload: build::rxload_with_goose(root).map_err(LoadError::GooseBuild)?,
         })
     }
 }
@@ -27,7 +26,12 @@ impl LoadDriver for Goose {
         "goose"
     }
 
-    fn drive(&self, load: &Load, setup: &Setup, edge: &mut dyn FnMut()) -> Result<Report> {
+    fn drive(
+        &self,
+        load: &Load,
+        setup: &Setup,
+        edge: &mut dyn FnMut(),
+    ) -> Result<Report, LoadError> {
         let mut cmd = std::process::Command::new(&self.rxload);
         cmd.args([
             format!("-t{}", load.threads(setup)),
@@ -36,6 +40,9 @@ impl LoadDriver for Goose {
         ])
         .args(["--engine", "goose", "--json", load.url]);
         let out = run_child("goose", &mut cmd, edge)?;
-        serde_json::from_slice(&out).context("rxload's JSON")
+        serde_json::from_slice(&out).map_err(|e| LoadError::Report {
+            name: "goose",
+            detail: e.to_string(),
+        })
     }
 }

@@ -12,11 +12,34 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
 use driver::report::Report;
 use driver::target::Route;
 
 use crate::cli::DriverChoice;
+
+/// Why a driver could not be set up or could not drive a slice.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("--driver wrk: wrk is not installed")]
+    WrkMissing,
+    #[error("--driver wrk sends GET only: route {0} needs --driver rxload")]
+    WrkGetOnly(Route),
+    #[error("building rxload with goose: {0:#}")]
+    GooseBuild(anyhow::Error),
+    #[error("{0}")]
+    Target(#[from] driver::target::TargetError),
+    #[error("rxload: {0}")]
+    Rxload(#[from] driver::RunError),
+    #[error("running {name}: {source}")]
+    Spawn {
+        name: &'static str,
+        source: std::io::Error,
+    },
+    #[error("{name}: {stderr}")]
+    Failed { name: &'static str, stderr: String },
+    #[error("{name}'s report: {detail}")]
+    Report { name: &'static str, detail: String },
+}
 
 /// How every slice is driven: the same for the whole run.
 #[derive(Clone)]
@@ -49,7 +72,12 @@ pub trait LoadDriver {
     fn name(&self) -> &'static str;
     /// Drives `load` for one slice, blocking. Calls `edge` exactly twice, at the start and at
     /// the end of the measured window, so the server can be read there.
-    fn drive(&self, load: &Load, setup: &Setup, edge: &mut dyn FnMut()) -> Result<Report>;
+    fn drive(
+        &self,
+        load: &Load,
+        setup: &Setup,
+        edge: &mut dyn FnMut(),
+    ) -> Result<Report, LoadError>;
 }
 
 /// The driver for `choice`, with what it needs built or checked first (and the routes it
@@ -58,7 +86,7 @@ pub fn choose(
     choice: DriverChoice,
     root: &Path,
     routes: &[Route],
-) -> Result<Box<dyn LoadDriver + Send + Sync>> {
+) -> Result<Box<dyn LoadDriver + Send + Sync>, LoadError> {
     Ok(match choice {
         DriverChoice::Rxload => Box::new(rxload::Rxload),
         DriverChoice::Wrk => Box::new(wrk::Wrk::find(routes)?),
@@ -68,16 +96,46 @@ pub fn choose(
 
 /// Runs a driver's child process between two edges; its stdout, or why it failed.
 fn run_child(
-    name: &str,
+    name: &'static str,
     cmd: &mut std::process::Command,
     edge: &mut dyn FnMut(),
-) -> Result<Vec<u8>> {
+) -> Result<Vec<u8>, LoadError> {
     edge();
     let out = cmd.output();
     edge();
-    let out = out.map_err(|e| anyhow::anyhow!("running {name}: {e}"))?;
+    let out = out.map_err(|source| LoadError::Spawn { name, source })?;
     if !out.status.success() {
-        bail!("{name}: {}", String::from_utf8_lossy(&out.stderr).trim());
+        return Err(LoadError::Failed {
+            name,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(out.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_wrk_cannot_send_is_refused_before_anything_runs() {
+        let routes: Vec<Route> = vec![Route::get_root(), "POST:/user".parse().unwrap()];
+        let e = choose(DriverChoice::Wrk, Path::new("."), &routes)
+            .err()
+            .expect("refused");
+        assert!(
+            matches!(&e, LoadError::WrkGetOnly(r) if r.method == "POST"),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "--driver wrk sends GET only: route POST:/user needs --driver rxload"
+        );
+        assert_eq!(
+            choose(DriverChoice::Rxload, Path::new("."), &routes)
+                .unwrap()
+                .name(),
+            "rxload"
+        );
+    }
 }

@@ -1,10 +1,9 @@
 //! rxload in this process: the saturating driver (io_uring, many connections' I/O per
 //! syscall), with a warm-up and its window's edges reported exactly.
 
-use anyhow::Result;
 use driver::report::Report;
 
-use super::{Load, LoadDriver, Setup};
+use super::{Load, LoadDriver, LoadError, Setup};
 
 pub struct Rxload;
 
@@ -13,7 +12,12 @@ impl LoadDriver for Rxload {
         "rxload"
     }
 
-    fn drive(&self, load: &Load, setup: &Setup, edge: &mut dyn FnMut()) -> Result<Report> {
+    fn drive(
+        &self,
+        load: &Load,
+        setup: &Setup,
+        edge: &mut dyn FnMut(),
+    ) -> Result<Report, LoadError> {
         let target = driver::target::Url::parse(load.url)?;
         let mut opts = driver::Options::new(target);
         opts.routes = vec![load.route.clone()];

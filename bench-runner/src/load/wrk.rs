@@ -1,26 +1,25 @@
 //! Real wrk (Debian's), its text report parsed: the cross-check. Its window is the whole
 //! child run, in whole seconds, with no warm-up.
 
-use anyhow::{bail, Result};
 use driver::report::Report;
 use driver::target::Route;
 
-use super::{run_child, Load, LoadDriver, Setup};
+use super::{run_child, Load, LoadDriver, LoadError, Setup};
 
 pub struct Wrk;
 
 impl Wrk {
     /// wrk, if installed; it sends GET only (without a Lua script), so other routes are refused.
-    pub fn find(routes: &[Route]) -> Result<Wrk> {
+    pub fn find(routes: &[Route]) -> Result<Wrk, LoadError> {
         if let Some(r) = routes.iter().find(|r| r.method != "GET") {
-            bail!("--driver wrk sends GET only: route {r} needs --driver rxload");
+            return Err(LoadError::WrkGetOnly(r.clone()));
         }
         if std::process::Command::new("wrk")
             .arg("-v")
             .output()
             .is_err()
         {
-            bail!("--driver wrk: wrk is not installed");
+            return Err(LoadError::WrkMissing);
         }
         Ok(Wrk)
     }
@@ -31,7 +30,12 @@ impl LoadDriver for Wrk {
         "wrk"
     }
 
-    fn drive(&self, load: &Load, setup: &Setup, edge: &mut dyn FnMut()) -> Result<Report> {
+    fn drive(
+        &self,
+        load: &Load,
+        setup: &Setup,
+        edge: &mut dyn FnMut(),
+    ) -> Result<Report, LoadError> {
         let mut cmd = std::process::Command::new("wrk");
         cmd.args([
             format!("-t{}", load.threads(setup)),
@@ -41,8 +45,11 @@ impl LoadDriver for Wrk {
             load.url.into(),
         ]);
         let out = run_child("wrk", &mut cmd, edge)?;
-        Ok(driver::report::parse_wrk_text(&String::from_utf8_lossy(
-            &out,
-        ))?)
+        driver::report::parse_wrk_text(&String::from_utf8_lossy(&out)).map_err(|e| {
+            LoadError::Report {
+                name: "wrk",
+                detail: e.to_string(),
+            }
+        })
     }
 }
