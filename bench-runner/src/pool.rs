@@ -103,13 +103,14 @@ impl<'e, E: Engine> Pool<'e, E> {
         let server = self.servers[i]
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("{} is not running", self.specs[i].key))?;
-        self.engine
+        Ok(self
+            .engine
             .address(
                 &server.handle,
                 self.specs[i].network.as_deref(),
                 &self.target_host,
             )
-            .await
+            .await?)
     }
 
     /// Starts server `i` (its first start or its one restart) and records what happened.

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
 use bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
@@ -19,6 +18,7 @@ use futures_util::StreamExt;
 
 use super::build::IMAGE;
 use super::cgroup::{cgroup_cpu_file, read_cgroup, CpuSource};
+use super::error::{EngineError, Result};
 use super::{Engine, Lines, ServerSpec, Signal};
 use crate::cli::Network;
 use crate::model::{Launch, Profile};
@@ -45,12 +45,15 @@ pub struct Container {
 /// The engine, if one answers (DOCKER_HOST is honoured).
 pub async fn connect() -> Result<Docker> {
     let at = std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
-    let silent = || format!("the Docker engine does not answer at {at}");
+    let silent = |error| EngineError::NoEngine {
+        at: at.clone(),
+        error,
+    };
     let docker = bollard::Docker::connect_with_defaults()
-        .with_context(silent)?
+        .map_err(silent)?
         .with_timeout(Duration::from_secs(600));
-    let docker = docker.negotiate_version().await.with_context(silent)?;
-    let v = docker.version().await.with_context(silent)?;
+    let docker = docker.negotiate_version().await.map_err(silent)?;
+    let v = docker.version().await.map_err(silent)?;
     Ok(Docker {
         docker,
         version: v.version.unwrap_or_else(|| "unknown".into()),
@@ -70,7 +73,8 @@ impl Docker {
                     .filters(&filters)
                     .build(),
             ))
-            .await?;
+            .await
+            .map_err(EngineError::docker("listing rxbench containers"))?;
         let mut n = 0;
         for c in list {
             if let Some(id) = c.id {
@@ -85,7 +89,8 @@ impl Docker {
                     .filters(&filters)
                     .build(),
             ))
-            .await?;
+            .await
+            .map_err(EngineError::docker("listing rxbench networks"))?;
         for net in networks {
             if let Some(name) = net.name {
                 let _ = self.docker.remove_network(&name).await;
@@ -105,7 +110,7 @@ impl Docker {
         self.docker
             .create_network(body)
             .await
-            .with_context(|| format!("creating network {name}"))?;
+            .map_err(EngineError::docker(format!("creating network {name}")))?;
         Ok(())
     }
 
@@ -115,10 +120,10 @@ impl Docker {
 
     /// The server image must be there (built by the runner or by `build-images`).
     pub async fn check_image(&self) -> Result<()> {
-        self.docker.inspect_image(IMAGE).await.with_context(|| {
-            format!("image {IMAGE} is missing (run `bench-runner build-images` first)")
-        })?;
-        Ok(())
+        match self.docker.inspect_image(IMAGE).await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(EngineError::MissingImage(IMAGE)),
+        }
     }
 
     async fn start(&self, spec: &ServerSpec, lines: &Lines) -> Result<Container> {
@@ -136,9 +141,7 @@ impl Docker {
         let image = match spec.foreign.as_ref().map(|f| &f.launch) {
             None => IMAGE,
             Some(Launch::Image(image)) => image.as_str(),
-            Some(Launch::Cmd(_)) => {
-                bail!("{}: cmd: servers run natively (--engine native); under Docker give image:IMAGE", spec.key)
-            }
+            Some(Launch::Cmd(_)) => return Err(EngineError::CmdUnderDocker(spec.key.clone())),
         };
         let mut body = ContainerCreateBody {
             env: Some(env),
@@ -162,11 +165,17 @@ impl Docker {
                 body,
             )
             .await
-            .with_context(|| format!("creating container {}", spec.name))?
+            .map_err(EngineError::docker(format!(
+                "creating container {}",
+                spec.name
+            )))?
             .id;
         if let Err(e) = self.docker.start_container(&id, None).await {
             force_remove(&self.docker, &id).await;
-            return Err(e).context(format!("starting container {}", spec.name));
+            return Err(EngineError::docker(format!(
+                "starting container {}",
+                spec.name
+            ))(e));
         }
         let ended = Arc::new(AtomicBool::new(false));
         self.follow_logs(&id, lines.clone(), ended.clone());
@@ -241,7 +250,7 @@ impl Engine for Docker {
 
     async fn prepare(&mut self, root: &std::path::Path, no_build: bool) -> Result<()> {
         if no_build {
-            return self.check_image().await.context("--no-build");
+            return self.check_image().await;
         }
         eprintln!(
             "bench-runner: engine {}; building the server image…",
@@ -250,15 +259,15 @@ impl Engine for Docker {
         let root = root.to_path_buf();
         let binary =
             tokio::task::spawn_blocking(move || super::build::static_binary(&root, "server"))
-                .await??;
-        super::build::build_server_image(&self.docker, &binary).await
+                .await?
+                .map_err(EngineError::Build)?;
+        super::build::build_server_image(&self.docker, &binary)
+            .await
+            .map_err(EngineError::Build)
     }
 
     async fn open(&self, network: Network) -> Result<Option<String>> {
-        let stale = self
-            .remove_stale()
-            .await
-            .context("removing stale rxbench containers")?;
+        let stale = self.remove_stale().await?;
         if stale > 0 {
             eprintln!("bench-runner: removed {stale} container(s) left by an earlier run");
         }
@@ -349,13 +358,17 @@ impl Engine for Docker {
         let Some(network) = network else {
             return Ok(target_host.to_string());
         };
-        let info = self.docker.inspect_container(&c.id, None).await?;
+        let info = self
+            .docker
+            .inspect_container(&c.id, None)
+            .await
+            .map_err(EngineError::docker("inspecting the server container"))?;
         info.network_settings
             .and_then(|n| n.networks)
             .and_then(|mut n| n.remove(network))
             .and_then(|e| e.ip_address)
             .filter(|ip| !ip.is_empty())
-            .with_context(|| format!("the server container has no address on {network}"))
+            .ok_or_else(|| EngineError::NoAddress(network.to_string()))
     }
 }
 

@@ -6,13 +6,15 @@
 pub mod build;
 pub mod cgroup;
 pub mod docker;
+mod error;
 pub mod native;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Result;
+pub use error::EngineError;
+use error::Result;
 
 use crate::cli::{EngineChoice, Network};
 use crate::model::{ForeignServer, ServerKey, Subject};

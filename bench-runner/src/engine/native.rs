@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
-use anyhow::{Context, Result};
-
+use super::error::{EngineError, Result};
 use super::{Engine, Lines, ServerSpec, Signal};
 use crate::cli::Network;
 use crate::model::{Launch, Profile};
@@ -44,10 +43,10 @@ impl Native {
                 (c, line)
             }
             Some(Launch::Image(image)) => {
-                anyhow::bail!(
-                    "{}: image:{image} needs a Docker engine (native mode runs cmd: servers)",
-                    spec.key
-                )
+                return Err(EngineError::ImageNatively {
+                    key: spec.key.clone(),
+                    image: image.clone(),
+                })
             }
         };
         cmd.envs(spec.env())
@@ -68,7 +67,9 @@ impl Native {
                 reactor::affinity::pin(0, &cpus)
             });
         }
-        let mut child = cmd.spawn().with_context(|| format!("starting {what}"))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|error| EngineError::Spawn { what, error })?;
         collect(child.stdout.take().expect("piped"), lines.clone());
         collect(child.stderr.take().expect("piped"), lines.clone());
         let pid = child.id() as libc::pid_t;
@@ -116,21 +117,22 @@ impl Engine for Native {
     async fn prepare(&mut self, root: &Path, _no_build: bool) -> Result<()> {
         eprintln!("bench-runner: native; building the server…");
         let root = root.to_path_buf();
-        self.server =
-            tokio::task::spawn_blocking(move || super::build::native_server(&root)).await??;
-        anyhow::ensure!(
-            self.server.exists(),
-            "{} does not exist",
-            self.server.display()
-        );
+        self.server = tokio::task::spawn_blocking(move || super::build::native_server(&root))
+            .await?
+            .map_err(EngineError::Build)?;
+        if !self.server.exists() {
+            return Err(EngineError::Build(anyhow::anyhow!(
+                "{} does not exist",
+                self.server.display()
+            )));
+        }
         Ok(())
     }
 
     async fn open(&self, network: Network) -> Result<Option<String>> {
-        anyhow::ensure!(
-            network == Network::Host,
-            "--network bridge needs a Docker engine (native mode has no networks)"
-        );
+        if network != Network::Host {
+            return Err(EngineError::BridgeNatively);
+        }
         Ok(None)
     }
 
@@ -213,6 +215,58 @@ pub fn process_cpu_ns(pid: libc::pid_t) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{ForeignServer, ServerConfig, ServerKey, Subject};
+
+    #[test]
+    fn what_native_mode_cannot_do_is_refused_by_name() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let native = Native::default();
+        let e = rt.block_on(native.open(Network::Bridge)).unwrap_err();
+        assert!(matches!(e, EngineError::BridgeNatively), "{e}");
+        let spec = ServerSpec {
+            key: ServerKey {
+                profile: Profile::Relaxed,
+                config: Subject::Foreign("web".into()),
+            },
+            name: "x".into(),
+            port: 1,
+            cpus: vec![],
+            network: None,
+            foreign: Some(ForeignServer {
+                name: "web".into(),
+                launch: Launch::Image("example/web".into()),
+                env: vec![],
+            }),
+        };
+        let e = rt
+            .block_on(native.launch(&spec, &Lines::default()))
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "relaxed/web: image:example/web needs a Docker engine (native mode runs cmd: servers)"
+        );
+        let own = ServerSpec {
+            key: ServerKey {
+                profile: Profile::Relaxed,
+                config: ServerConfig::Rx.into(),
+            },
+            foreign: None,
+            ..spec
+        };
+        // No server built yet: the path is empty, and the spawn error names what it started.
+        let e = rt
+            .block_on(native.launch(&own, &Lines::default()))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(e, EngineError::Spawn { .. }) && e.to_string().starts_with("starting "),
+            "{e}"
+        );
+    }
 
     #[test]
     fn the_process_clock_counts_a_child_s_cpu_time_in_nanoseconds() {
