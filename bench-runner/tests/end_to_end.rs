@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bench_runner::model::Schedule;
@@ -717,6 +717,25 @@ fn check_containers_are_locked_down() {
     }
 }
 
+/// A quick Docker run of `configs` under `relaxed` at 64 connections, left running.
+fn quick_docker_run(configs: &str, port: &str, out: &Path, stderr: Stdio) -> std::process::Child {
+    Command::new(RUNNER)
+        .args([
+            "--engine",
+            "docker",
+            "--quick",
+            "--conns",
+            "64",
+            "--configs",
+            configs,
+        ])
+        .args(["--profiles", "relaxed", "--port", port, "--out"])
+        .arg(out)
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn ctrl_c_mid_run_leaves_no_container_and_keeps_what_was_measured() {
     if !available_or_skip(
@@ -728,25 +747,7 @@ fn ctrl_c_mid_run_leaves_no_container_and_keeps_what_was_measured() {
     }
     let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let out = out_dir("int");
-    let mut child = Command::new(RUNNER)
-        .args([
-            "--engine",
-            "docker",
-            "--quick",
-            "--conns",
-            "64",
-            "--configs",
-            "rx,oneshot,legacy",
-            "--profiles",
-            "relaxed",
-            "--port",
-            "3943",
-            "--out",
-        ])
-        .arg(&out)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = quick_docker_run("rx,oneshot,legacy", "3943", &out, Stdio::piped());
     wait_for_slices(&out, 2);
     check_containers_are_locked_down();
     // SAFETY: kill(2) on our own child.
@@ -787,25 +788,7 @@ fn a_runner_killed_mid_run_leaves_containers_that_clean_removes_and_its_slices_r
     }
     let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let out = out_dir("kill9");
-    let mut child = Command::new(RUNNER)
-        .args([
-            "--engine",
-            "docker",
-            "--quick",
-            "--conns",
-            "64",
-            "--configs",
-            "rx,legacy",
-            "--profiles",
-            "relaxed",
-            "--port",
-            "3946",
-            "--out",
-        ])
-        .arg(&out)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = quick_docker_run("rx,legacy", "3946", &out, Stdio::null());
     wait_for_slices(&out, 2);
     child.kill().unwrap(); // SIGKILL: no handler runs
     child.wait().unwrap();
