@@ -28,7 +28,7 @@ enum State {
     ExtBeforeName,
     /// The name, a token.
     ExtName,
-    /// BWS after the name: `=`, another `;` or the CR may follow.
+    /// BWS after the name: `=` or another `;` may follow (the grammar has no BWS before the CR).
     ExtAfterName,
     /// After `=`: BWS, then a token or a quoted-string.
     ExtBeforeValue,
@@ -36,7 +36,9 @@ enum State {
     /// Inside a quoted-string; `ExtQuotedPair` just after its backslash.
     ExtQuoted,
     ExtQuotedPair,
-    /// BWS after a value: another `;` or the CR may follow.
+    /// Just past a quoted-string's closing quote.
+    ExtQuoteClosed,
+    /// BWS after a value: another `;` may follow.
     ExtAfterValue,
     SizeLf,
     Data,
@@ -119,7 +121,6 @@ impl Chunked {
                     b' ' | b'\t' => State::ExtAfterName,
                     b'=' => State::ExtBeforeValue,
                     b';' => State::ExtBeforeName,
-                    b'\r' => State::SizeLf,
                     _ => return Err(ChunkError::Malformed),
                 },
                 State::ExtBeforeValue => match b {
@@ -137,7 +138,7 @@ impl Chunked {
                 },
                 // qdtext: HTAB, SP, 0x21, 0x23-0x5B, 0x5D-0x7E, obs-text (RFC 9110 §5.6.4).
                 State::ExtQuoted => match b {
-                    b'"' => State::ExtAfterValue,
+                    b'"' => State::ExtQuoteClosed,
                     b'\\' => State::ExtQuotedPair,
                     b'\t' | b' '..=b'~' | 0x80..=0xff => State::ExtQuoted,
                     _ => return Err(ChunkError::Malformed),
@@ -146,10 +147,15 @@ impl Chunked {
                     b'\t' | b' '..=b'~' | 0x80..=0xff => State::ExtQuoted,
                     _ => return Err(ChunkError::Malformed),
                 },
-                State::ExtAfterValue => match b {
+                State::ExtQuoteClosed => match b {
                     b' ' | b'\t' => State::ExtAfterValue,
                     b';' => State::ExtBeforeName,
                     b'\r' => State::SizeLf,
+                    _ => return Err(ChunkError::Malformed),
+                },
+                State::ExtAfterValue => match b {
+                    b' ' | b'\t' => State::ExtAfterValue,
+                    b';' => State::ExtBeforeName,
                     _ => return Err(ChunkError::Malformed),
                 },
                 State::SizeLf => match b {

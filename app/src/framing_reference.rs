@@ -514,6 +514,10 @@ mod tests {
             format!("{POST_CHUNKED}2;\r\nab\r\n0\r\n\r\n{GET}"),
             format!("{POST_CHUNKED}5;a=\"abc;b\r\nabcde\r\n0\r\n\r\n{GET}"),
             format!("{POST_CHUNKED}3 ; a = \"x\\\"y\" ; b\r\nabc\r\n0\r\n\r\n{GET}"),
+            // BWS after the last extension, before the CR: the grammar has none.
+            format!("{POST_CHUNKED}3;a \r\nabc\r\n0\r\n\r\n{GET}"),
+            format!("{POST_CHUNKED}3;a=b\t\r\nabc\r\n0\r\n\r\n{GET}"),
+            format!("{POST_CHUNKED}3;a=\"b\" \r\nabc\r\n0\r\n\r\n{GET}"),
             // A bare LF ends a header line for httparse, not for a CRLF-only proxy in front.
             "GET / HTTP/1.1\r\nHost: a\r\nDummy: x\nContent-Length: 23\r\n\r\nGET / HTTP/1.1\r\nDummy: GET /admin HTTP/1.1\r\nHost: a\r\n\r\n".into(),
             "GET / HTTP/1.1\nHost: t\n\nGET / HTTP/1.1\nHost: t\n\n".into(),
