@@ -98,8 +98,17 @@ impl<'e, E: Engine> Pool<'e, E> {
         self.servers[i].as_mut()
     }
 
+    /// The URL a driver sends `route` to on server `i`.
+    pub async fn url(&self, i: usize, route: &driver::target::Route) -> Result<String> {
+        let host = self.address(i).await?;
+        Ok(format!(
+            "http://{host}:{}{}",
+            self.specs[i].port, route.path
+        ))
+    }
+
     /// Where a driver reaches server `i`.
-    pub async fn address(&self, i: usize) -> Result<String> {
+    async fn address(&self, i: usize) -> Result<String> {
         let server = self.servers[i]
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("{} is not running", self.specs[i].key))?;

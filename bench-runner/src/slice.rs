@@ -95,14 +95,13 @@ pub async fn measure<E: Engine>(
         slice.error = Some(e);
         return slice;
     }
-    let host = match pool.address(i).await {
-        Ok(h) => h,
+    let url = match pool.url(i, &route).await {
+        Ok(url) => url,
         Err(e) => {
             slice.error = Some(format!("{e:#}"));
             return slice;
         }
     };
-    let url = format!("http://{host}:{}{}", pool.specs[i].port, route.path);
     let load = Load {
         url: &url,
         route: &route,

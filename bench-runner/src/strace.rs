@@ -89,8 +89,7 @@ async fn profile_one<E: Engine>(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let host = pool.address(i).await?;
-    let url = format!("http://{host}:{}{}", spec.port, profile.route.path);
+    let url = pool.url(i, &profile.route).await?;
     let load = Load {
         url: &url,
         route: &profile.route,

@@ -538,13 +538,20 @@ fn an_engine_that_does_not_answer_is_named_and_auto_falls_back_to_native() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// The folder a run is writing into, before `latest` points at it (that comes at its end).
+fn run_folder(out: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(out)
+        .ok()?
+        .flatten()
+        .find(|e| e.file_name() != "latest")
+        .map(|e| e.path())
+}
+
 fn wait_for_slices(out: &Path, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(240);
     loop {
-        let raw = std::fs::read_dir(out)
-            .ok()
-            .and_then(|d| d.flatten().find(|e| e.file_name() != "latest"))
-            .and_then(|e| std::fs::read_to_string(e.path().join("raw.json")).ok())
+        let raw = run_folder(out)
+            .and_then(|dir| std::fs::read_to_string(dir.join("raw.json")).ok())
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
         if raw.is_some_and(|r| r["slices"].as_array().is_some_and(|s| s.len() >= n)) {
             return;
@@ -804,12 +811,7 @@ fn a_runner_killed_mid_run_leaves_containers_that_clean_removes_and_its_slices_r
     let again = Command::new(RUNNER).arg("clean").output().unwrap();
     assert!(String::from_utf8_lossy(&again.stdout).starts_with("removed 0 "));
     // The slices on disk are whole (raw.json is replaced atomically) and re-render.
-    let dir = std::fs::read_dir(&out)
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name() != "latest")
-        .unwrap()
-        .path();
+    let dir = run_folder(&out).expect("the killed run's folder");
     let report = Command::new(RUNNER)
         .arg("report")
         .arg(&dir)

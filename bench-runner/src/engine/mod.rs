@@ -16,6 +16,8 @@ use std::time::Duration;
 pub use error::EngineError;
 use error::Result;
 
+use wire::knobs;
+
 use crate::cli::{EngineChoice, Network};
 use crate::model::{ForeignServer, ServerKey, Subject};
 
@@ -47,8 +49,8 @@ impl ServerSpec {
                     .into_iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect();
-                env.push(("APP_PORT".into(), self.port.to_string()));
-                env.push(("APP_WORKERS".into(), self.cpus.len().max(1).to_string()));
+                env.push((knobs::PORT.into(), self.port.to_string()));
+                env.push((knobs::WORKERS.into(), self.cpus.len().max(1).to_string()));
                 env
             }
             (Subject::Foreign(_), f) => f.iter().flat_map(|f| f.env.clone()).collect(),

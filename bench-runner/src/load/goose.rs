@@ -33,12 +33,8 @@ impl LoadDriver for Goose {
         edge: &mut dyn FnMut(),
     ) -> Result<Report, LoadError> {
         let mut cmd = std::process::Command::new(&self.rxload);
-        cmd.args([
-            format!("-t{}", load.threads(setup)),
-            format!("-c{}", load.conns),
-            format!("-d{}s", setup.slice.as_secs().max(1)),
-        ])
-        .args(["--engine", "goose", "--json", load.url]);
+        cmd.args(load.wrk_args(setup))
+            .args(["--engine", "goose", "--json", load.url]);
         let out = run_child("goose", &mut cmd, edge)?;
         serde_json::from_slice(&out).map_err(|e| LoadError::Report {
             name: "goose",

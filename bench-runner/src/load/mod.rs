@@ -65,6 +65,16 @@ impl Load<'_> {
     pub fn threads(&self, setup: &Setup) -> usize {
         setup.threads.clamp(1, self.conns as usize)
     }
+
+    /// wrk's `-t -c -d` for this load, which rxload's command line takes too (a child run's
+    /// window is whole seconds).
+    fn wrk_args(&self, setup: &Setup) -> [String; 3] {
+        [
+            format!("-t{}", self.threads(setup)),
+            format!("-c{}", self.conns),
+            format!("-d{}s", setup.slice.as_secs().max(1)),
+        ]
+    }
 }
 
 pub trait LoadDriver {

@@ -37,13 +37,7 @@ impl LoadDriver for Wrk {
         edge: &mut dyn FnMut(),
     ) -> Result<Report, LoadError> {
         let mut cmd = std::process::Command::new("wrk");
-        cmd.args([
-            format!("-t{}", load.threads(setup)),
-            format!("-c{}", load.conns),
-            format!("-d{}s", setup.slice.as_secs().max(1)),
-            "--latency".into(),
-            load.url.into(),
-        ]);
+        cmd.args(load.wrk_args(setup)).args(["--latency", load.url]);
         let out = run_child("wrk", &mut cmd, edge)?;
         driver::report::parse_wrk_text(&String::from_utf8_lossy(&out)).map_err(|e| {
             LoadError::Report {
