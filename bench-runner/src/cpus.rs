@@ -1,9 +1,20 @@
 //! CPU placement: the default split of this process's CPUs between servers and driver, and
 //! pinning the whole runner (every thread) to the driver's half.
 
-use anyhow::{Context, Result};
-
 pub use reactor::affinity::allowed;
+
+/// Why the runner could not be moved onto its CPUs.
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    #[error("listing /proc/self/task: {0}")]
+    Tasks(std::io::Error),
+    #[error("sched_setaffinity({tid}, {cpus:?}): {error}")]
+    Affinity {
+        tid: libc::pid_t,
+        cpus: Vec<usize>,
+        error: std::io::Error,
+    },
+}
 
 /// The allowed CPUs split in two halves, servers first (one CPU: both get it).
 pub fn default_split() -> (Vec<usize>, Vec<usize>) {
@@ -17,19 +28,23 @@ pub fn default_split() -> (Vec<usize>, Vec<usize>) {
 
 /// Pins every thread of this process to `cpus` (threads made later inherit it), so that the
 /// runner's own work — the driver, tokio, the log followers — never runs on a server's CPU.
-pub fn pin_process(cpus: &[usize]) -> Result<()> {
+pub fn pin_process(cpus: &[usize]) -> Result<(), PinError> {
     if cpus.is_empty() {
         return Ok(());
     }
-    let tasks = std::fs::read_dir("/proc/self/task").context("listing /proc/self/task")?;
+    let tasks = std::fs::read_dir("/proc/self/task").map_err(PinError::Tasks)?;
     for task in tasks.flatten() {
         let Ok(tid) = task.file_name().to_string_lossy().parse::<libc::pid_t>() else {
             continue;
         };
         // A thread that has just exited gives ESRCH, which is fine to ignore.
-        if let Err(e) = reactor::affinity::pin(tid, cpus) {
-            if e.raw_os_error() != Some(libc::ESRCH) {
-                return Err(e).with_context(|| format!("sched_setaffinity({tid}, {cpus:?})"));
+        if let Err(error) = reactor::affinity::pin(tid, cpus) {
+            if error.raw_os_error() != Some(libc::ESRCH) {
+                return Err(PinError::Affinity {
+                    tid,
+                    cpus: cpus.to_vec(),
+                    error,
+                });
             }
         }
     }

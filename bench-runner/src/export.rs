@@ -8,9 +8,7 @@
 //! runner) as a path dependency whose manifest `files` lists; config.yaml and a README for
 //! the entry's reviewers come beside them.
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
 
 /// `wire`'s manifest in the entry (the workspace's inherits fields the entry has no workspace
 /// for).
@@ -67,6 +65,28 @@ codegen-units = 1
 panic = "abort"
 "#;
 
+/// Why the entry could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("--github {0}: expected OWNER/REPO")]
+    Github(String),
+    #[error("--website {0}: expected an http(s) URL")]
+    Website(String),
+    #[error("{what} {}: {error}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+type Result<T, E = ExportError> = std::result::Result<T, E>;
+
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ExportError {
+    let path = path.to_path_buf();
+    move |error| ExportError::Io { what, path, error }
+}
+
 /// Where the entry's project lives: their results page links `framework.github` or
 /// `framework.website`, and every Rust entry there has one.
 #[derive(Debug, Default, Clone)]
@@ -84,13 +104,14 @@ impl Links {
                         && p.bytes()
                             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
                 });
-            anyhow::ensure!(ok, "--github {g}: expected OWNER/REPO");
+            if !ok {
+                return Err(ExportError::Github(g.clone()));
+            }
         }
         if let Some(w) = &self.website {
-            anyhow::ensure!(
-                w.starts_with("https://") || w.starts_with("http://"),
-                "--website {w}: expected an http(s) URL"
-            );
+            if !(w.starts_with("https://") || w.starts_with("http://")) {
+                return Err(ExportError::Website(w.clone()));
+            }
         }
         Ok(())
     }
@@ -149,8 +170,8 @@ same line and keeps serving.
 
 fn copy_rs(from: &Path, to: &Path) -> Result<usize> {
     let mut n = 0;
-    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
-        let path = entry?.path();
+    for entry in std::fs::read_dir(from).map_err(io("reading", from))? {
+        let path = entry.map_err(io("reading", from))?.path();
         let name = path.file_name().expect("entry name").to_owned();
         if path.is_dir() {
             if name == "bin" {
@@ -158,15 +179,12 @@ fn copy_rs(from: &Path, to: &Path) -> Result<usize> {
             }
             n += copy_rs(&path, &to.join(&name))?;
         } else if path.extension().is_some_and(|e| e == "rs") {
-            std::fs::create_dir_all(to)?;
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
+            std::fs::create_dir_all(to).map_err(io("creating", to))?;
+            let text = std::fs::read_to_string(&path).map_err(io("reading", &path))?;
             // The entry carries its own README, not rxbench's docs/.
-            std::fs::write(
-                to.join(&name),
-                text.replace("docs/runtime-config.md", "README.md"),
-            )
-            .with_context(|| format!("writing {}", to.join(&name).display()))?;
+            let target = to.join(&name);
+            std::fs::write(&target, text.replace("docs/runtime-config.md", "README.md"))
+                .map_err(io("writing", &target))?;
             n += 1;
         }
     }
@@ -180,14 +198,19 @@ pub fn export(root: &Path, out: &Path, links: &Links) -> Result<()> {
     }
     let dir = out.join("rust").join("rxbench");
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+        std::fs::remove_dir_all(&dir).map_err(io("clearing", &dir))?;
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::write(dir.join("Cargo.toml"), MANIFEST)?;
-    std::fs::write(dir.join("config.yaml"), config(links))?;
-    std::fs::write(dir.join("README.md"), README)?;
-    std::fs::create_dir_all(dir.join("wire"))?;
-    std::fs::write(dir.join("wire/Cargo.toml"), WIRE_MANIFEST)?;
+    std::fs::create_dir_all(dir.join("wire")).map_err(io("creating", &dir))?;
+    let files = [
+        ("Cargo.toml", MANIFEST.to_string()),
+        ("config.yaml", config(links)),
+        ("README.md", README.to_string()),
+        ("wire/Cargo.toml", WIRE_MANIFEST.to_string()),
+    ];
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(io("writing", &path))?;
+    }
     let n = copy_rs(&root.join("reactor/src"), &dir.join("reactor/src"))?
         + copy_rs(&root.join("app/src"), &dir.join("app/src"))?
         + copy_rs(&root.join("wire/src"), &dir.join("wire/src"))?;

@@ -44,16 +44,20 @@ fn main() {
             out,
             github,
             website,
-        }) => export::export(&repo_root(), &out, &export::Links { github, website }),
+        }) => export::export(&repo_root(), &out, &export::Links { github, website })
+            .map_err(Into::into),
         Some(Cmd::BuildImages) => runtime.block_on(build_images()),
         Some(Cmd::Clean) => runtime.block_on(clean()),
-        Some(Cmd::Peers(args)) => {
-            peers::run_args(&args, &repo_root()).and_then(|run| runtime.block_on(run::run(run)))
-        }
-        None => runtime.block_on(run::run(cli.run)),
+        Some(Cmd::Peers(args)) => match peers::run_args(&args, &repo_root()) {
+            Ok(run) => runtime.block_on(run::run(run)).map_err(Into::into),
+            Err(e) => Err(e.into()),
+        },
+        None => runtime.block_on(run::run(cli.run)).map_err(Into::into),
     };
     if let Err(e) = result {
-        eprintln!("bench-runner: {e:#}");
+        // Every error of the library names its cause in its own text (a source chained as
+        // well would print twice with `{:#}`).
+        eprintln!("bench-runner: {e}");
         std::process::exit(1);
     }
 }

@@ -7,12 +7,21 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Result};
-
 use crate::cli::{DriverChoice, EngineChoice, Network, Peer, PeersArgs, RunArgs, StraceSlices};
 use crate::engine::build;
 use crate::model::{ForeignServer, Launch, Profile, ServerConfig};
 use driver::target::Route;
+
+/// Why the peers run could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum PeersError {
+    #[error(
+        "{program} is not installed (apt-get install {program}), or leave it out: --only {rest}"
+    )]
+    NotInstalled { program: &'static str, rest: String },
+    #[error("building the peers: {0}")]
+    Build(#[from] build::BuildError),
+}
 
 /// A path as one shell word.
 fn quoted(p: &Path) -> String {
@@ -42,7 +51,7 @@ fn system_program(peer: Peer) -> Option<(&'static str, &'static str)> {
 }
 
 /// The run's arguments: every peer as a foreign server beside io_uring, rx and legacy.
-pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs> {
+pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs, PeersError> {
     let mut only = a.only.clone();
     only.sort();
     only.dedup();
@@ -53,15 +62,13 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs> {
                 .output()
                 .is_err()
             {
-                bail!(
-                    "{program} is not installed (apt-get install {program}), or leave it out: --only {}",
-                    Peer::ALL
-                        .iter()
-                        .filter(|p| *p != peer)
-                        .map(|p| p.name())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                );
+                let rest = Peer::ALL
+                    .iter()
+                    .filter(|p| *p != peer)
+                    .map(|p| p.name())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                return Err(PeersError::NotInstalled { program, rest });
             }
         }
     }

@@ -4,16 +4,60 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
-
-use crate::engine::{tail, Engine, Lines, ServerSpec, Signal};
-use crate::model::{CountersLine, Raw, ServerCounters, Startup};
+use crate::engine::{tail, Engine, EngineError, Lines, ServerSpec, Signal};
+use crate::model::{CountersLine, Failure, FailureKind, Raw, ServerCounters, ServerKey, Startup};
 
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 /// A server is started at most this often (the first start and one restart).
 const MAX_STARTS: u32 = 2;
 /// How long a stopped server has to finish what is in flight and print its counters.
 const STOP_LIMIT: Duration = Duration::from_secs(10);
+
+/// Why the pool could not give a slice its server.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error("{0} is not running")]
+    NotRunning(ServerKey),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Started, but never ready; nothing of it is left running.
+    #[error("{why}; its log:\n{log}")]
+    NotReady { why: NotReady, log: String },
+    #[error("server {key} is down after {starts} starts: {last}")]
+    Down {
+        key: ServerKey,
+        starts: u32,
+        last: String,
+    },
+    #[error("server {0} did not restart")]
+    NoRestart(ServerKey),
+}
+
+impl PoolError {
+    /// How a slice that met this error records it.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            PoolError::Engine(_) => FailureKind::NoAddress,
+            PoolError::NotReady { .. } => FailureKind::DidNotStart,
+            PoolError::NotRunning(_) | PoolError::Down { .. } | PoolError::NoRestart(_) => {
+                FailureKind::ServerDown
+            }
+        }
+    }
+}
+
+/// Why a started server was given up on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    #[error("the server exited before listening")]
+    Exited,
+    #[error("no start-up line after {0:?}")]
+    NoStartupLine(Duration),
+    #[error("not accepting on port {port} after {after:?}")]
+    NotAccepting { port: u16, after: Duration },
+}
+
+pub type Result<T, E = PoolError> = std::result::Result<T, E>;
 
 /// A running server.
 pub struct Server<H> {
@@ -111,7 +155,7 @@ impl<'e, E: Engine> Pool<'e, E> {
     async fn address(&self, i: usize) -> Result<String> {
         let server = self.servers[i]
             .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("{} is not running", self.specs[i].key))?;
+            .ok_or_else(|| PoolError::NotRunning(self.specs[i].key.clone()))?;
         Ok(self
             .engine
             .address(
@@ -143,12 +187,11 @@ impl<'e, E: Engine> Pool<'e, E> {
                 self.servers[i] = Some(server);
             }
             Err(e) => {
-                let msg = format!(
-                    "{}: did not start (start {}): {e:#}",
-                    spec.key, record.starts
-                );
+                let msg = format!("{}: did not start (start {}): {e}", spec.key, record.starts);
                 eprintln!("bench-runner: {msg}");
-                raw.servers[i].events.push(msg);
+                raw.servers[i]
+                    .events
+                    .push(Failure::new(FailureKind::DidNotStart, msg));
                 self.servers[i] = None;
             }
         }
@@ -178,21 +221,21 @@ impl<'e, E: Engine> Pool<'e, E> {
                 return Ok((server, s));
             }
             let why = if !alive {
-                "the server exited before listening".to_string()
+                NotReady::Exited
             } else if Instant::now() > deadline {
                 match spec.foreign {
-                    None => format!("no start-up line after {STARTUP_TIMEOUT:?}"),
-                    Some(_) => format!(
-                        "not accepting on port {} after {STARTUP_TIMEOUT:?}",
-                        spec.port
-                    ),
+                    None => NotReady::NoStartupLine(STARTUP_TIMEOUT),
+                    Some(_) => NotReady::NotAccepting {
+                        port: spec.port,
+                        after: STARTUP_TIMEOUT,
+                    },
                 }
             } else {
                 continue;
             };
-            let tail = server.tail(10);
+            let log = server.tail(10);
             self.stop(server).await;
-            bail!("{why}; its log:\n{tail}");
+            return Err(PoolError::NotReady { why, log });
         }
     }
 
@@ -218,7 +261,7 @@ impl<'e, E: Engine> Pool<'e, E> {
     }
 
     /// Server `index` is running, or the reason it is not (restarted once at most).
-    pub async fn ensure_alive(&mut self, index: usize, raw: &mut Raw) -> Result<(), String> {
+    pub async fn ensure_alive(&mut self, index: usize, raw: &mut Raw) -> Result<()> {
         if let Some(s) = &self.servers[index] {
             if self.engine.alive(&s.handle) {
                 return Ok(());
@@ -228,23 +271,26 @@ impl<'e, E: Engine> Pool<'e, E> {
             self.stop(s).await;
             let msg = format!("{}: exited; its last lines:\n{tail}", self.specs[index].key);
             eprintln!("bench-runner: {msg}");
-            raw.servers[index].events.push(msg);
+            raw.servers[index]
+                .events
+                .push(Failure::new(FailureKind::Exited, msg));
         }
-        if raw.servers[index].starts >= MAX_STARTS {
-            return Err(format!(
-                "server {} is down after {} starts: {}",
-                self.specs[index].key,
-                raw.servers[index].starts,
-                raw.servers[index]
+        let record = &raw.servers[index];
+        if record.starts >= MAX_STARTS {
+            return Err(PoolError::Down {
+                key: self.specs[index].key.clone(),
+                starts: record.starts,
+                last: record
                     .events
                     .last()
-                    .map_or("", |e| e.lines().next().unwrap_or(""))
-            ));
+                    .map_or("", Failure::headline)
+                    .to_string(),
+            });
         }
         self.start(index, raw).await;
         match &self.servers[index] {
             Some(_) => Ok(()),
-            None => Err(format!("server {} did not restart", self.specs[index].key)),
+            None => Err(PoolError::NoRestart(self.specs[index].key.clone())),
         }
     }
 

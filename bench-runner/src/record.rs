@@ -32,10 +32,10 @@ pub enum RecordError {
         path: PathBuf,
         source: serde_json::Error,
     },
-    #[error("rendering {}: {source:#}", path.display())]
+    #[error("rendering {}: {source}", path.display())]
     Render {
         path: PathBuf,
-        source: anyhow::Error,
+        source: render::RenderError,
     },
 }
 

@@ -2,21 +2,59 @@
 //! round by round with each one on disk as it finishes, and nothing left behind.
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{EngineChoice, RunArgs};
-use crate::engine::{self, Engine, Picked, ServerSpec};
-use crate::load::{self, LoadDriver, Setup};
-use crate::model::{Raw, Schedule, ServerRecord, Settings, Slice, SCHEMA};
-use crate::plan::{make_plan, Plan};
+use crate::engine::{self, Engine, EngineError, Picked, ServerSpec};
+use crate::load::{self, LoadDriver, LoadError, Setup};
+use crate::model::{Raw, Schedule, ServerKey, ServerRecord, Settings, Slice, SCHEMA};
+use crate::plan::{make_plan, Plan, PlanError};
 use crate::pool::Pool;
+use crate::record::RecordError;
+use crate::render::RenderError;
 use crate::{cpus, record, render, slice, strace};
+
+/// Why a run stopped short of its table. A run that measured something has kept it in raw.json
+/// (and its outputs) before returning any of these but the first four.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("creating {}: {error}", path.display())]
+    Folder {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("port {port} (for {key}) is not free: {error}; pick another first port with --port")]
+    PortTaken {
+        port: u16,
+        key: ServerKey,
+        error: std::io::Error,
+    },
+    #[error("no server started:\n{0}")]
+    NoServerStarted(String),
+    #[error("pinning the runner to the load CPUs: {0}")]
+    Pin(#[from] cpus::PinError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    #[error("interrupted: {slices} slices kept in {}", dir.display())]
+    Interrupted { slices: usize, dir: PathBuf },
+    #[error("a setup task stopped: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+pub type Result<T, E = RunError> = std::result::Result<T, E>;
 
 /// `bench-runner` (and `peers`): plans, picks the engine and runs on it.
 pub async fn run(args: RunArgs) -> Result<()> {
@@ -72,7 +110,10 @@ pub async fn run_on<E: Engine>(
         None => (started.clone(), "latest".to_string()),
     };
     let dir = m.out.join(&folder);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|error| RunError::Folder {
+        path: dir.clone(),
+        error,
+    })?;
     let mut raw = Raw {
         schema: SCHEMA,
         engine: engine.describe(),
@@ -129,13 +170,12 @@ pub async fn run_on<E: Engine>(
     record::point_latest_at(&m.out, &latest, &folder);
     outcome?;
     if abort.load(Ordering::Relaxed) {
-        bail!(
-            "interrupted: {} slices kept in {}",
-            raw.slices.len(),
-            dir.display()
-        );
+        return Err(RunError::Interrupted {
+            slices: raw.slices.len(),
+            dir,
+        });
     }
-    print!("{}", std::fs::read_to_string(dir.join("table.md"))?);
+    print!("{}", render::table_md(&raw, &summary));
     let flagged = summary.rows.iter().filter(|r| r.flag.is_some()).count();
     eprintln!(
         "bench-runner: results in {} ({} slices, {} rows, {} flagged)",
@@ -225,17 +265,15 @@ impl Rounds<'_> {
             pool.start(i, raw).await;
         }
         if !pool.any_running() {
-            bail!(
-                "no server started:\n{}",
-                raw.servers
-                    .iter()
-                    .flat_map(|s| s.events.clone())
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            );
+            let events: Vec<String> = raw
+                .servers
+                .iter()
+                .flat_map(|s| s.events.iter().map(ToString::to_string))
+                .collect();
+            return Err(RunError::NoServerStarted(events.join("\n")));
         }
         // From here on the runner and the driver stay off the servers' CPUs.
-        cpus::pin_process(self.load_cpus).context("pinning the runner to the load CPUs")?;
+        cpus::pin_process(self.load_cpus)?;
         record::write_raw(self.dir, raw)?;
         let plan = self.plan;
         let total = plan.slices() as u64;
@@ -304,12 +342,12 @@ impl Rounds<'_> {
 /// Every host-network server needs its own free port: say which is taken before starting any.
 fn check_ports(specs: &[ServerSpec]) -> Result<()> {
     for s in specs {
-        if let Err(e) = std::net::TcpListener::bind(("0.0.0.0", s.port)) {
-            bail!(
-                "port {} (for {}) is not free: {e}; pick another first port with --port",
-                s.port,
-                s.key
-            );
+        if let Err(error) = std::net::TcpListener::bind(("0.0.0.0", s.port)) {
+            return Err(RunError::PortTaken {
+                port: s.port,
+                key: s.key.clone(),
+                error,
+            });
         }
     }
     Ok(())
@@ -330,7 +368,7 @@ fn describe_slice(s: &Slice, cpus: usize) -> String {
             "{} c={}: FAILED {}",
             s.server,
             s.conns,
-            e.as_deref().unwrap_or("").lines().next().unwrap_or("")
+            e.as_ref().map_or("", |e| e.headline())
         ),
     }
 }

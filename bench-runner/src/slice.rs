@@ -4,16 +4,55 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
-
 use crate::engine::Engine;
-use crate::load::{Load, LoadDriver, Setup};
-use crate::model::{Raw, Slice};
+use crate::load::{Load, LoadDriver, LoadError, Setup};
+use crate::model::{Failure, FailureKind, Raw, Slice};
 use crate::plan::{Cell, Plan};
-use crate::pool::Pool;
+use crate::pool::{Pool, PoolError};
 
 /// How long a slice waits for each counters snapshot line after the window.
 const SNAPSHOT_WAIT: Duration = Duration::from_secs(3);
+
+/// Why a slice has no figure. Recorded in raw.json as a [`Failure`] of [`SliceError::kind`].
+#[derive(Debug, thiserror::Error)]
+pub enum SliceError {
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("the driver stopped before its window ended")]
+    WindowOpen,
+    #[error("no counters snapshot from the server; its log:\n{log}")]
+    NoCounters { log: String },
+    #[error("the server's CPU time could not be read")]
+    NoServerCpu,
+    #[error("no request completed; server log:\n{log}")]
+    NoRequests { log: String },
+    #[error("interrupted")]
+    Interrupted,
+    #[error("the server exited during the slice; its last lines:\n{log}")]
+    ServerExited { log: String },
+}
+
+impl SliceError {
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            SliceError::Pool(e) => e.kind(),
+            SliceError::Load(_) | SliceError::WindowOpen => FailureKind::Driver,
+            SliceError::NoCounters { .. } => FailureKind::NoCounters,
+            SliceError::NoServerCpu => FailureKind::NoServerCpu,
+            SliceError::NoRequests { .. } => FailureKind::NoRequests,
+            SliceError::Interrupted => FailureKind::Interrupted,
+            SliceError::ServerExited { .. } => FailureKind::ServerExited,
+        }
+    }
+}
+
+impl From<SliceError> for Failure {
+    fn from(e: SliceError) -> Failure {
+        Failure::new(e.kind(), e)
+    }
+}
 
 /// What one driver run gave, with the server's readings at the window's edges.
 pub struct Window {
@@ -34,11 +73,10 @@ pub async fn drive<E: Engine>(
     driver: &dyn LoadDriver,
     setup: &Setup,
     load: &Load<'_>,
-) -> Result<Window> {
+) -> Result<Window, SliceError> {
     let engine = pool.engine;
-    let server = pool
-        .get_mut(i)
-        .ok_or_else(|| anyhow::anyhow!("not running"))?;
+    let key = pool.specs[i].key.clone();
+    let server = pool.get_mut(i).ok_or(PoolError::NotRunning(key))?;
     let handle = tokio::runtime::Handle::current();
     let mut edges: Vec<(Instant, Option<u64>, Option<u64>)> = Vec::with_capacity(2);
     let report = tokio::task::block_in_place(|| {
@@ -50,7 +88,7 @@ pub async fn drive<E: Engine>(
         })
     })?;
     let [(start, cpu_start, snapshot_start), (end, cpu_end, snapshot_end)] = edges[..] else {
-        bail!("the driver stopped before its window ended");
+        return Err(SliceError::WindowOpen);
     };
     Ok(Window {
         report,
@@ -92,13 +130,13 @@ pub async fn measure<E: Engine>(
         error: None,
     };
     if let Err(e) = pool.ensure_alive(i, raw).await {
-        slice.error = Some(e);
+        slice.error = Some(SliceError::from(e).into());
         return slice;
     }
     let url = match pool.url(i, &route).await {
         Ok(url) => url,
         Err(e) => {
-            slice.error = Some(format!("{e:#}"));
+            slice.error = Some(SliceError::from(e).into());
             return slice;
         }
     };
@@ -110,6 +148,7 @@ pub async fn measure<E: Engine>(
     let outcome = drive(pool, i, driver, setup, &load).await;
     let foreign = pool.specs[i].foreign.is_some();
     let server = pool.get_mut(i).expect("alive");
+    let mut error = None;
     match outcome {
         Ok(w) => {
             slice.at_s = w.start.duration_since(t0).as_secs_f64();
@@ -129,33 +168,60 @@ pub async fn measure<E: Engine>(
                 };
             }
             // A foreign server has no counters; this project's must give them.
+            // The later checks name the more basic cause, so they win.
             if slice.counters.is_none() && !foreign {
-                slice.error = Some(format!(
-                    "no counters snapshot from the server; its log:\n{}",
-                    server.tail(5)
-                ));
+                error = Some(SliceError::NoCounters {
+                    log: server.tail(5),
+                });
             }
             if slice.server_cpu_ns.is_none() {
-                slice.error = Some("the server's CPU time could not be read".into());
+                error = Some(SliceError::NoServerCpu);
             }
             if w.report.requests == 0 {
-                slice.error = Some(format!(
-                    "no request completed; server log:\n{}",
-                    server.tail(5)
-                ));
+                error = Some(SliceError::NoRequests {
+                    log: server.tail(5),
+                });
             }
             slice.report = Some(w.report);
         }
-        Err(e) => slice.error = Some(format!("{e:#}")),
+        Err(e) => error = Some(e),
     }
-    if setup.abort.load(Ordering::Relaxed) && slice.error.is_none() {
-        slice.error = Some("interrupted".into());
+    if setup.abort.load(Ordering::Relaxed) && error.is_none() {
+        error = Some(SliceError::Interrupted);
     }
     if !pool.alive(i) {
-        let tail = pool.get_mut(i).map(|s| s.tail(10)).unwrap_or_default();
-        slice.error = Some(format!(
-            "the server exited during the slice; its last lines:\n{tail}"
-        ));
+        let log = pool.get_mut(i).map(|s| s.tail(10)).unwrap_or_default();
+        error = Some(SliceError::ServerExited { log });
     }
+    slice.error = error.map(Failure::from);
     slice
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Profile, ServerConfig, ServerKey, Subject};
+
+    #[test]
+    fn a_slice_error_is_recorded_with_its_kind_and_its_whole_text() {
+        let f = Failure::from(SliceError::NoRequests {
+            log: "server log line".into(),
+        });
+        assert_eq!(f.kind(), Some(FailureKind::NoRequests));
+        assert_eq!(f.headline(), "no request completed; server log:");
+        assert!(f.detail().ends_with("\nserver log line"), "{f}");
+
+        // A pool error keeps the pool's kind: a down server is not a driver failure.
+        let key = ServerKey {
+            profile: Profile::Relaxed,
+            config: Subject::Own(ServerConfig::Rx),
+        };
+        let down = Failure::from(SliceError::from(PoolError::Down {
+            key,
+            starts: 2,
+            last: "exited".into(),
+        }));
+        assert_eq!(down.kind(), Some(FailureKind::ServerDown));
+        assert!(down.detail().contains("down after 2 starts"), "{down}");
+    }
 }

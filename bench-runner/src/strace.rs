@@ -6,15 +6,42 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
-
 use crate::cli::StraceSlices;
 use crate::engine::Engine;
 use crate::load::{Load, LoadDriver, Setup};
-use crate::model::{Raw, StraceProfile};
+use crate::model::{Failure, FailureKind, Raw, StraceProfile};
 use crate::plan::Plan;
-use crate::pool::Pool;
-use crate::slice::drive;
+use crate::pool::{Pool, PoolError};
+use crate::slice::{drive, SliceError};
+
+/// Why a server has no syscall profile.
+#[derive(Debug, thiserror::Error)]
+pub enum StraceError {
+    #[error("its process is not visible from here (a container of a remote engine)")]
+    NoPid,
+    #[error("running strace (apt-get install strace): {0}")]
+    Spawn(std::io::Error),
+    #[error("strace exited ({status}): {stderr}")]
+    Exited {
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+    #[error("waiting for strace: {0}")]
+    Wait(std::io::Error),
+    #[error("strace did not detach within 10 s")]
+    NoDetach,
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    #[error(transparent)]
+    Slice(#[from] SliceError),
+    #[error("strace wrote no table ({stderr}): {error}")]
+    NoTable {
+        stderr: String,
+        error: std::io::Error,
+    },
+    #[error("strace's table has no rows: {0}")]
+    NoRows(String),
+}
 
 /// A syscall profile for every server `which` chooses, into the record.
 pub async fn profiles<E: Engine>(
@@ -44,8 +71,8 @@ pub async fn profiles<E: Engine>(
             ..Default::default()
         };
         if let Err(e) = profile_one(pool, i, driver, setup, dir, &mut profile).await {
-            eprintln!("bench-runner: {key}: no strace profile: {e:#}");
-            profile.error = Some(format!("{e:#}"));
+            eprintln!("bench-runner: {key}: no strace profile: {e}");
+            profile.error = Some(Failure::new(FailureKind::Strace, e));
         }
         raw.servers[i].strace = Some(profile);
     }
@@ -58,13 +85,13 @@ async fn profile_one<E: Engine>(
     setup: &Setup,
     dir: &Path,
     profile: &mut StraceProfile,
-) -> Result<()> {
+) -> Result<(), StraceError> {
     let spec = pool.specs[i].clone();
     let engine = pool.engine;
-    let server = pool.get_mut(i).context("the server is not running")?;
-    let pid = engine
-        .pid(&server.handle)
-        .context("its process is not visible from here (a container of a remote engine)")?;
+    let server = pool
+        .get_mut(i)
+        .ok_or_else(|| PoolError::NotRunning(spec.key.clone()))?;
+    let pid = engine.pid(&server.handle).ok_or(StraceError::NoPid)?;
     let file = dir.join(format!(
         "strace-{}-{}.txt",
         spec.key.profile.name(),
@@ -78,16 +105,16 @@ async fn profile_one<E: Engine>(
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .context("running strace (apt-get install strace)")?;
+        .map_err(StraceError::Spawn)?;
     // strace says "Process N attached" once per thread; give it a moment, then make sure it
     // did not give up (ptrace not allowed, say).
     tokio::time::sleep(Duration::from_millis(500)).await;
-    if let Some(status) = strace.try_wait()? {
-        let out = strace.wait_with_output().await?;
-        bail!(
-            "strace exited ({status}): {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    if let Some(status) = strace.try_wait().map_err(StraceError::Wait)? {
+        let out = strace.wait_with_output().await.map_err(StraceError::Wait)?;
+        return Err(StraceError::Exited {
+            status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     let url = pool.url(i, &profile.route).await?;
     let load = Load {
@@ -106,18 +133,17 @@ async fn profile_one<E: Engine>(
     }
     let out = tokio::time::timeout(Duration::from_secs(10), strace.wait_with_output())
         .await
-        .context("strace did not detach within 10 s")??;
+        .map_err(|_| StraceError::NoDetach)?
+        .map_err(StraceError::Wait)?;
     let window = window?;
-    let table = std::fs::read_to_string(&file).with_context(|| {
-        format!(
-            "strace wrote no table ({})",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )
+    let table = std::fs::read_to_string(&file).map_err(|error| StraceError::NoTable {
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        error,
     })?;
     profile.requests = window.report.requests;
     profile.calls = StraceProfile::parse_calls(&table);
     if profile.calls.is_empty() {
-        bail!("strace's table has no rows: {}", table.trim());
+        return Err(StraceError::NoRows(table.trim().to_string()));
     }
     Ok(())
 }

@@ -436,8 +436,10 @@ fn run_and_kill_one_server(
         .find(|s| s["starts"] == 2)
         .cloned()
         .unwrap_or_else(|| panic!("no server restarted: {}", summary["servers"]));
+    let event = &killed["events"][0];
+    assert_eq!(event["kind"], "exited", "{killed}");
     assert!(
-        killed["events"][0].as_str().unwrap().contains("exited"),
+        event["detail"].as_str().unwrap().contains("exited"),
         "{killed}"
     );
     (summary, killed)
@@ -1007,7 +1009,9 @@ fn a_foreign_server_is_measured_beside_ours_and_one_that_cannot_start_is_a_resul
             .unwrap()
             .clone()
     };
-    let events = record("broken")["events"].to_string();
+    let events = &record("broken")["events"];
+    assert_eq!(events[0]["kind"], "did_not_start", "{events}");
+    let events = events.to_string();
     assert!(
         events.contains("cannot bind port 3963"),
         "its own last line: {events}"

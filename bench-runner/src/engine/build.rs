@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
 use bollard::query_parameters::BuildImageOptionsBuilder;
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -16,6 +15,36 @@ const DOCKERFILE: &str = include_str!("../../../docker/Dockerfile.scratch");
 const RUNNER_DOCKERFILE: &str = include_str!("../../../docker/Dockerfile.runner.scratch");
 const RXLOAD_DOCKERFILE: &str = include_str!("../../../docker/Dockerfile.rxload.scratch");
 
+/// Why a binary or an image could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("running cargo to build {bin}: {error}")]
+    Cargo { bin: String, error: std::io::Error },
+    #[error("building {bin} failed ({status})")]
+    Failed {
+        bin: String,
+        status: std::process::ExitStatus,
+    },
+    #[error("{} does not exist after its build", .0.display())]
+    Missing(PathBuf),
+    #[error("reading {}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("packing the build context of {tag}: {error}")]
+    Context { tag: String, error: std::io::Error },
+    #[error("building image {tag}: {error}")]
+    Engine {
+        tag: String,
+        error: bollard::errors::Error,
+    },
+    #[error("building image {tag}: {message}")]
+    Refused { tag: String, message: String },
+}
+
+pub type Result<T, E = BuildError> = std::result::Result<T, E>;
+
 /// Builds `tag` from an in-memory context: `dockerfile` and one static binary.
 pub async fn build_image(
     docker: &Docker,
@@ -24,7 +53,16 @@ pub async fn build_image(
     name: &str,
     binary: &Path,
 ) -> Result<()> {
-    let context = tar_context(dockerfile, name, binary)?;
+    let context = tar_context(dockerfile, name, binary).map_err(|e| match e {
+        Packing::Read(error) => BuildError::Read {
+            path: binary.to_path_buf(),
+            error,
+        },
+        Packing::Tar(error) => BuildError::Context {
+            tag: tag.into(),
+            error,
+        },
+    })?;
     let options = BuildImageOptionsBuilder::default()
         .dockerfile("Dockerfile")
         .t(tag)
@@ -33,12 +71,22 @@ pub async fn build_image(
         .build();
     let mut stream = docker.build_image(options, None, Some(bollard::body_full(context.into())));
     while let Some(item) = stream.next().await {
-        let info = item.with_context(|| format!("building image {tag}"))?;
+        // The engine's refusal arrives either as a stream error or as an item's error detail.
+        let info = item.map_err(|error| match error {
+            bollard::errors::Error::DockerStreamError { error } => BuildError::Refused {
+                tag: tag.into(),
+                message: error,
+            },
+            error => BuildError::Engine {
+                tag: tag.into(),
+                error,
+            },
+        })?;
         if let Some(detail) = info.error_detail {
-            bail!(
-                "building image {tag}: {}",
-                detail.message.unwrap_or_default()
-            );
+            return Err(BuildError::Refused {
+                tag: tag.into(),
+                message: detail.message.unwrap_or_default(),
+            });
         }
     }
     Ok(())
@@ -74,20 +122,27 @@ pub async fn build_all_images(docker: &Docker, root: &Path) -> Result<()> {
     build_image(docker, RXLOAD_IMAGE, RXLOAD_DOCKERFILE, "rxload", &rxload).await
 }
 
-fn tar_context(dockerfile: &str, name: &str, binary: &Path) -> Result<Vec<u8>> {
+/// What went wrong packing a build context.
+enum Packing {
+    Read(std::io::Error),
+    Tar(std::io::Error),
+}
+
+fn tar_context(dockerfile: &str, name: &str, binary: &Path) -> Result<Vec<u8>, Packing> {
     let mut builder = tar::Builder::new(Vec::new());
-    let mut add = |name: &str, bytes: &[u8], mode: u32| -> Result<()> {
+    let mut add = |name: &str, bytes: &[u8], mode: u32| -> Result<(), Packing> {
         let mut header = tar::Header::new_gnu();
         header.set_size(bytes.len() as u64);
         header.set_mode(mode);
         header.set_cksum();
-        builder.append_data(&mut header, name, bytes)?;
-        Ok(())
+        builder
+            .append_data(&mut header, name, bytes)
+            .map_err(Packing::Tar)
     };
     add("Dockerfile", dockerfile.as_bytes(), 0o644)?;
-    let bytes = std::fs::read(binary).with_context(|| format!("reading {}", binary.display()))?;
+    let bytes = std::fs::read(binary).map_err(Packing::Read)?;
     add(name, &bytes, 0o755)?;
-    Ok(builder.into_inner()?)
+    builder.into_inner().map_err(Packing::Tar)
 }
 
 /// `cargo build --release` of one binary into its own target dir, because the runner may itself
@@ -114,13 +169,21 @@ fn cargo_build(
             .args(["--target", &triple]);
         out = out.join(triple);
     }
-    let status = cmd
-        .status()
-        .with_context(|| format!("running cargo to build {bin}"))?;
+    let status = cmd.status().map_err(|error| BuildError::Cargo {
+        bin: bin.into(),
+        error,
+    })?;
     if !status.success() {
-        bail!("building {bin} failed ({status})");
+        return Err(BuildError::Failed {
+            bin: bin.into(),
+            status,
+        });
     }
-    Ok(out.join("release").join(bin))
+    let binary = out.join("release").join(bin);
+    if !binary.exists() {
+        return Err(BuildError::Missing(binary));
+    }
+    Ok(binary)
 }
 
 /// A static `package` binary for `FROM scratch`.
@@ -199,7 +262,8 @@ mod tests {
         .await
         .unwrap_err();
         std::fs::remove_file(&binary).ok();
-        let msg = format!("{err:#}");
+        assert!(matches!(err, BuildError::Refused { .. }), "{err:?}");
+        let msg = err.to_string();
         assert!(msg.starts_with(&format!("building image {tag}: ")), "{msg}");
         assert!(
             msg.len() > format!("building image {tag}: ").len() + 10,

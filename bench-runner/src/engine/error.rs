@@ -27,8 +27,8 @@ pub enum EngineError {
     Spawn { what: String, error: std::io::Error },
     #[error("the no-io-uring filter: {0}")]
     Sandbox(#[from] sandbox::Error),
-    #[error("{0:#}")]
-    Build(anyhow::Error),
+    #[error("{0}")]
+    Build(#[from] super::build::BuildError),
     #[error("the server container has no address on {0}")]
     NoAddress(String),
     #[error("a build task stopped: {0}")]

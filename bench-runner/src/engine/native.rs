@@ -117,15 +117,8 @@ impl Engine for Native {
     async fn prepare(&mut self, root: &Path, _no_build: bool) -> Result<()> {
         eprintln!("bench-runner: native; building the server…");
         let root = root.to_path_buf();
-        self.server = tokio::task::spawn_blocking(move || super::build::native_server(&root))
-            .await?
-            .map_err(EngineError::Build)?;
-        if !self.server.exists() {
-            return Err(EngineError::Build(anyhow::anyhow!(
-                "{} does not exist",
-                self.server.display()
-            )));
-        }
+        self.server =
+            tokio::task::spawn_blocking(move || super::build::native_server(&root)).await??;
         Ok(())
     }
 

@@ -24,8 +24,8 @@ pub enum LoadError {
     WrkMissing,
     #[error("--driver wrk sends GET only: route {0} needs --driver rxload")]
     WrkGetOnly(Route),
-    #[error("building rxload with goose: {0:#}")]
-    GooseBuild(anyhow::Error),
+    #[error("building rxload with goose: {0}")]
+    GooseBuild(crate::engine::build::BuildError),
     #[error("{0}")]
     Target(#[from] driver::target::TargetError),
     #[error("rxload: {0}")]

@@ -205,7 +205,7 @@ pub struct StraceProfile {
     /// Calls by syscall name.
     pub calls: BTreeMap<String, u64>,
     /// Why there is no profile (strace missing, attach refused), when there is none.
-    pub error: Option<String>,
+    pub error: Option<super::Failure>,
 }
 
 impl StraceProfile {

@@ -2,9 +2,11 @@
 //! record of one run ([`raw`]: raw.json, from which every other output is derived).
 
 pub mod counters;
+pub mod failure;
 pub mod raw;
 pub mod subject;
 
 pub use counters::*;
+pub use failure::{Failure, FailureKind};
 pub use raw::*;
 pub use subject::*;

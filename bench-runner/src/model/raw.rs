@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use driver::target::Route;
 use serde::{Deserialize, Serialize};
 
-use super::{ForeignServer, ServerCounters, ServerKey, Startup, StraceProfile};
+use super::{Failure, ForeignServer, ServerCounters, ServerKey, Startup, StraceProfile};
 
 /// raw.json's layout version: 2 is the slice method (resident servers, alternating slices).
 pub const SCHEMA: u32 = 2;
@@ -20,7 +20,7 @@ pub struct ServerRecord {
     /// Starts, the first included (a server that dies is restarted once).
     pub starts: u32,
     /// Deaths and failed starts, each with the server's last log lines.
-    pub events: Vec<String>,
+    pub events: Vec<Failure>,
     /// Counters from its SIGTERM line at the end of the run.
     pub final_counters: Option<ServerCounters>,
     /// Its syscall profile from one extra slice under `strace -c -f` (not in any figure).
@@ -63,7 +63,7 @@ pub struct Slice {
     /// The server's own counters over the window (SIGUSR1 snapshots diffed).
     pub counters: Option<ServerCounters>,
     /// Why the slice failed, with the server's last log lines where they say something.
-    pub error: Option<String>,
+    pub error: Option<Failure>,
 }
 
 impl Slice {

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
 use plotters::prelude::*;
 
 use crate::model::{Profile, Raw, ServerConfig, Subject};
@@ -45,7 +44,12 @@ const WIDTH: u32 = 1260;
 const PANEL_H: u32 = 380;
 const ROW_H: u32 = 17;
 
-pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result<()> {
+/// What plotters reports: the SVG backend's own error is an `io::Error`.
+pub type ChartError = DrawingAreaErrorKind<std::io::Error>;
+
+type Result<T = (), E = ChartError> = std::result::Result<T, E>;
+
+pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result {
     let route = raw
         .settings
         .routes
@@ -66,7 +70,7 @@ pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result<()> {
     let (top, bottom) = root.split_vertically(PANEL_H);
     bars(&top, raw, s, &route)?;
     forest_plot(&bottom, raw, s, &route)?;
-    root.present().context("writing chart.svg")?;
+    root.present()?;
     Ok(())
 }
 

@@ -9,11 +9,32 @@ mod table;
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Machine, Raw, ServerRecord, Settings};
 use crate::summary::{summarise, Summary};
+
+/// Why a run's outputs could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("{what} {}: {error}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("summary.json: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("drawing chart.svg: {0}")]
+    Chart(#[from] chart::ChartError),
+}
+
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> RenderError {
+    let path = path.to_path_buf();
+    move |error| RenderError::Io { what, path, error }
+}
 
 /// summary.json: the run's description beside its [`Summary`] (what readers of the results
 /// deserialize; the end-to-end tests do).
@@ -31,13 +52,18 @@ pub struct SummaryFile {
     pub summary: Summary,
 }
 
+/// table.md's text.
+pub fn table_md(raw: &Raw, summary: &Summary) -> String {
+    table::markdown(raw, summary)
+}
+
 /// Every output of the run in `dir`, from `raw`; returns the summary they show.
-pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
+    std::fs::create_dir_all(dir).map_err(io("creating", dir))?;
     let summary = summarise(raw);
     let write = |name: &str, text: String| {
-        std::fs::write(dir.join(name), text)
-            .with_context(|| format!("writing {}", dir.join(name).display()))
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(io("writing", &path))
     };
     let file = SummaryFile {
         engine: raw.engine.clone(),
@@ -52,12 +78,13 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary> {
     };
     write("summary.json", serde_json::to_string_pretty(&file)?)?;
     let summary = file.summary;
-    let markdown = table::markdown(raw, &summary);
+    let markdown = table_md(raw, &summary);
     write("table.md", markdown.clone())?;
     write("results.csv", csv::rows(&summary))?;
     write("comparisons.csv", csv::comparisons(&summary))?;
     chart::draw(&dir.join("chart.svg"), raw, &summary)?;
-    let svg = std::fs::read_to_string(dir.join("chart.svg")).context("reading chart.svg back")?;
+    let chart = dir.join("chart.svg");
+    let svg = std::fs::read_to_string(&chart).map_err(io("reading back", &chart))?;
     let title = format!("rxbench results {} ({})", raw.started_utc, raw.engine);
     write("report.html", html::page(&title, &markdown, &svg))?;
     Ok(summary)

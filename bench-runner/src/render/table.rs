@@ -369,7 +369,7 @@ fn evidence(raw: &Raw, s: &Summary) -> String {
             sv.starts,
             sv.events
                 .iter()
-                .map(|e| e.replace('\n', " ⏎ ").replace('|', "/"))
+                .map(|e| e.detail().replace('\n', " ⏎ ").replace('|', "/"))
                 .collect::<Vec<_>>()
                 .join("; ")
         );
@@ -399,7 +399,10 @@ fn strace_profiles(raw: &Raw) -> String {
             .collect::<Vec<_>>()
             .join(", ");
         let (total, top) = match &p.error {
-            Some(e) => ("–".to_string(), format!("none: {}", e.replace('|', "/"))),
+            Some(e) => (
+                "–".to_string(),
+                format!("none: {}", e.detail().replace('|', "/")),
+            ),
             None => (
                 per.get("total").map_or("–".into(), |v| format!("{v:.3}")),
                 top,

@@ -4,7 +4,9 @@
 use wire::{Backend, IoUringState};
 
 use super::{Row, SATURATED};
-use crate::model::{BackendSeen, Raw, ServerConfig, ServerCounters, ServerKey, Slice, Startup};
+use crate::model::{
+    BackendSeen, Failure, Raw, ServerConfig, ServerCounters, ServerKey, Slice, Startup,
+};
 use crate::stats::median;
 
 pub(super) fn row(
@@ -59,21 +61,21 @@ pub(super) fn row(
         // A result, not a crash of the run: say what the server itself said last.
         let last = record
             .and_then(|r| r.events.last())
-            .and_then(|e| e.lines().rev().find(|l| !l.trim().is_empty()))
+            .and_then(|e| e.detail().lines().rev().find(|l| !l.trim().is_empty()))
             .unwrap_or("");
         flag = Some(format!("did not start: {last}"));
     } else if slices.is_empty() {
         let why = record
             .and_then(|r| r.events.last())
-            .map_or("not measured", |e| e.lines().next().unwrap_or(""));
+            .map_or("not measured", Failure::headline);
         flag = Some(format!("no slice: {why}"));
     } else if ok.is_empty() {
         flag = Some(flag.unwrap_or_else(|| {
             let why = slices
                 .iter()
-                .find_map(|s| s.error.clone())
-                .unwrap_or_default();
-            format!("every slice failed: {}", why.lines().next().unwrap_or(""))
+                .find_map(|s| s.error.as_ref())
+                .map_or("", Failure::headline);
+            format!("every slice failed: {why}")
         }));
     } else if saturated.is_empty() {
         let n = "no slice saturated the server: req/s is the median of all slices and measured the driver or the machine";

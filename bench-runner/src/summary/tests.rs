@@ -2,7 +2,9 @@
 use super::*;
 use wire::{Backend, IoUringState};
 
-use crate::model::{BackendSeen, Machine, ServerCounters, ServerRecord, Settings, Startup};
+use crate::model::{
+    BackendSeen, Failure, FailureKind, Machine, ServerCounters, ServerRecord, Settings, Startup,
+};
 
 pub fn report(requests: u64, p50: f64) -> driver::report::Report {
     let mut r: driver::report::Report = serde_json::from_value(serde_json::json!({
@@ -272,7 +274,10 @@ fn a_server_that_never_measured_is_flagged_and_a_fallback_is_a_note() {
     startup.backend = BackendSeen::Server(Backend::Epoll(wire::EpollMode::Rx));
     startup.io_uring = Some(IoUringState::Unavailable("EPERM".into()));
     for s in raw.slices.iter_mut().filter(|s| s.server == servers[1]) {
-        s.error = Some("the server exited\nlast line".into());
+        s.error = Some(Failure::new(
+            FailureKind::ServerExited,
+            "the server exited\nlast line",
+        ));
     }
     let s = summarise(&raw);
     let denied = &s.rows[0];
