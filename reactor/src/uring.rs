@@ -218,7 +218,7 @@ impl Uring {
     }
 
     /// Queues an SQE that points at no memory of ours (accept without an address, poll,
-    /// shutdown, cancel, close, a multishot receive into the provided-buffer ring).
+    /// cancel, close, a multishot receive into the provided-buffer ring).
     fn push_plain(&mut self, sqe: squeue::Entry) {
         // SAFETY: no buffer, so nothing that could be dropped before the completion.
         unsafe { self.push(sqe) }
@@ -428,12 +428,14 @@ impl Uring {
         Ok(())
     }
 
+    /// A direct shutdown(2), not an `IORING_OP_SHUTDOWN`: the kernel runs that op on an io-wq
+    /// thread, which looks the descriptor up by number only when it runs — after a close
+    /// and the next accept had reused the number, it shut the new connection down (its
+    /// response lost behind a FIN; `app/tests/per_request.rs`). One syscall per closing
+    /// connection, and no io-wq wake-up.
     pub fn shutdown_write(&mut self, conn: Conn) {
         if let Some((_, fd)) = self.open(conn) {
-            let sqe = opcode::Shutdown::new(types::Fd(fd), libc::SHUT_WR)
-                .build()
-                .user_data(op_data(OP_IGNORE, 0));
-            self.push_plain(sqe);
+            let _ = self.sys.shutdown_write(fd);
         }
     }
 
