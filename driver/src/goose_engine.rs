@@ -110,6 +110,7 @@ pub fn run(opts: &Options) -> Result<Report, RunError> {
         },
         errors,
         reconnects: None,
+        closes: None,
         io_uring: None,
         // The whole attack's CPU, ramp-up and teardown included: an upper bound for the
         // measured window.

@@ -8,6 +8,7 @@
 #[cfg(feature = "goose")]
 pub mod goose_engine;
 pub mod load;
+pub mod ports;
 pub mod report;
 pub mod response;
 pub mod target;
@@ -22,6 +23,19 @@ use reactor::{BackendChoice, IoUringStatus};
 use crate::load::{new_histogram, ThreadPlan};
 use crate::report::{Errors, Latency, RateStats, Report};
 use crate::target::{Route, Url};
+
+/// How connections carry requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnMode {
+    /// Each connection carries request after request (wrk's model).
+    #[default]
+    KeepAlive,
+    /// Each request on a fresh connection: connect, send with `Connection: close`, read the
+    /// response, close from the client's side whatever the server answered (oha's
+    /// `--disable-keepalive`). The connect is inside the request's latency.
+    PerRequest,
+}
 
 /// Everything a run needs, already validated.
 #[derive(Debug, Clone)]
@@ -47,6 +61,7 @@ pub struct Options {
     /// Stop after this many complete responses in all (no warm-up allowed then), or at the
     /// end of `duration`, whichever comes first.
     pub max_requests: Option<u64>,
+    pub connection: ConnMode,
 }
 
 impl Options {
@@ -79,6 +94,7 @@ impl Options {
             recv_multishot: true,
             batch_wait: Duration::from_micros(Self::DEFAULT_BATCH_WAIT_US.into()),
             max_requests: None,
+            connection: ConnMode::KeepAlive,
         }
     }
 }
@@ -101,6 +117,8 @@ pub enum RunError {
         addr: std::net::SocketAddr,
         error: std::io::Error,
     },
+    #[error(transparent)]
+    Ports(#[from] ports::PortsError),
     #[error("{0}")]
     Engine(String),
 }
@@ -131,6 +149,7 @@ pub fn run_observed(
         &opts.routes,
         &opts.headers,
         &opts.body,
+        opts.connection == ConnMode::PerRequest,
     ));
     let start = Instant::now();
     let measure_from = start + opts.warmup;
@@ -151,6 +170,7 @@ pub fn run_observed(
             batch_wait: opts.batch_wait,
             abort: abort.clone(),
             route_offset: t,
+            connection: opts.connection,
             max_requests: opts
                 .max_requests
                 .map(|n| n / opts.threads as u64 + u64::from((t as u64) < n % opts.threads as u64)),
@@ -198,6 +218,7 @@ pub fn run_observed(
     let mut latency = new_histogram();
     let mut rates = Vec::new();
     let (mut requests_done, mut bytes, mut reconnects) = (0, 0, 0);
+    let mut closes = report::Closes::default();
     let mut errors = Errors::default();
     let mut syscalls: BTreeMap<String, u64> = BTreeMap::new();
     for r in &results {
@@ -206,6 +227,9 @@ pub fn run_observed(
         requests_done += r.requests;
         bytes += r.bytes;
         reconnects += r.reconnects;
+        closes.opened += r.closes.opened;
+        closes.server += r.closes.server;
+        closes.client += r.closes.client;
         errors.connect += r.errors.connect;
         errors.read += r.errors.read;
         errors.write += r.errors.write;
@@ -236,6 +260,7 @@ pub fn run_observed(
         driver_cpu_s: Some(cpu),
         driver_syscalls: Some(syscalls),
         latency_buckets: Some(report::LatencyBuckets::from_histogram(&latency)),
+        closes: (opts.connection == ConnMode::PerRequest).then_some(closes),
     })
 }
 
@@ -246,6 +271,10 @@ fn preflight(opts: &Options) -> Result<(), RunError> {
             connections: opts.connections,
             threads: opts.threads,
         });
+    }
+    if opts.connection == ConnMode::PerRequest {
+        // A run must never measure ephemeral-port exhaustion instead of the server.
+        ports::check(opts.url.addr.ip(), &ports::Sysctls::read())?;
     }
     // A clear error for a server that is not there, before any load starts.
     std::net::TcpStream::connect_timeout(&opts.url.addr, opts.timeout).map_err(|error| {

@@ -1,5 +1,7 @@
 //! The closed loop: each connection sends a request, waits for the whole response, records its
-//! latency, repeats. One reactor per thread, so on io_uring the sends and receives of all of a
+//! latency, repeats — on the same connection (keep-alive), or on a fresh one each time
+//! ([`ConnMode::PerRequest`]: the client closes after every response, and the latency runs
+//! from the connect). One reactor per thread, so on io_uring the sends and receives of all of a
 //! thread's connections share one `io_uring_enter` per loop turn.
 //!
 //! Latency is measured with one clock read per loop turn: a request is stamped with the time
@@ -19,8 +21,9 @@ use hdrhistogram::Histogram;
 use reactor::{BackendChoice, BackendReport, Conn, Event, Interest, Reactor, Recv, SyscallCounts};
 use socket2::{Domain, Socket, Type};
 
-use crate::report::Errors;
+use crate::report::{Closes, Errors};
 use crate::response::{ResponseReader, Step};
+use crate::ConnMode;
 
 const RECV_BUF: usize = 16 * 1024;
 /// A connection whose connect failed is retried after this long (not in a hot loop).
@@ -52,13 +55,17 @@ pub struct ThreadPlan {
     pub route_offset: usize,
     /// Stop after this many complete responses (this thread's share of `--requests`).
     pub max_requests: Option<u64>,
+    pub connection: ConnMode,
 }
 
 pub struct ThreadResult {
     pub requests: u64,
     pub bytes: u64,
     pub errors: Errors,
+    /// Reopened after an error or a close the client did not plan (not the per-request
+    /// mode's own closes, which are in `closes`).
     pub reconnects: u64,
+    pub closes: Closes,
     /// Microseconds.
     pub latency: Histogram<u64>,
     /// Requests per second, one sample per 100 ms of the measured period.
@@ -136,6 +143,7 @@ pub fn run_thread(plan: ThreadPlan) -> Result<ThreadResult, String> {
             bytes: 0,
             errors: Errors::default(),
             reconnects: 0,
+            closes: Closes::default(),
             latency: new_histogram(),
             rate_samples: Vec::new(),
             syscalls: SyscallCounts::default(),
@@ -212,6 +220,11 @@ impl Load {
         self.out.bytes = 0;
         self.out.errors = Errors::default();
         self.out.reconnects = 0;
+        self.out.closes = Closes::default();
+        if self.plan.connection == ConnMode::PerRequest {
+            // The window's connections: those open now, and those opened from here on.
+            self.out.closes.opened = self.slots.iter().filter(|s| s.conn.is_some()).count() as u64;
+        }
         self.out.latency.reset();
         self.out.syscalls_at_start = self.reactor.counts();
     }
@@ -229,6 +242,9 @@ impl Load {
     }
 
     fn connect(&mut self, i: usize, now: Instant) {
+        if self.plan.connection == ConnMode::PerRequest && self.budget_spent() {
+            return; // no request left for a fresh connection to carry
+        }
         let slot = &mut self.slots[i];
         slot.retry_at = None;
         let socket = match start_connect(self.plan.addr) {
@@ -259,6 +275,30 @@ impl Load {
         }
         self.by_conn[conn.index()] = i;
         let _ = self.reactor.wait_ready(conn, Interest::WRITABLE);
+        if self.recording {
+            self.out.closes.opened += u64::from(self.plan.connection == ConnMode::PerRequest);
+        }
+    }
+
+    fn budget_spent(&self) -> bool {
+        self.plan.max_requests.is_some_and(|max| self.sent >= max)
+    }
+
+    /// Per-request mode, after a complete response: the client closes (whatever the server
+    /// said) and the slot's next request goes on a fresh connection. `server_closes`: the
+    /// response announced the close or ended with it.
+    fn next_connection(&mut self, i: usize, now: Instant, server_closes: bool) {
+        if self.recording {
+            if server_closes {
+                self.out.closes.server += 1;
+            } else {
+                self.out.closes.client += 1;
+            }
+        }
+        if let Some(conn) = self.slots[i].conn.take() {
+            self.reactor.close(conn);
+        }
+        self.connect(i, now);
     }
 
     /// Drops the connection and opens a new one (after a delay if `delay`).
@@ -297,12 +337,12 @@ impl Load {
     }
 
     fn send_next(&mut self, i: usize, now: Instant) {
+        if self.budget_spent() {
+            return; // this connection's loop ends here
+        }
         let requests = &self.plan.requests;
         let slot = &mut self.slots[i];
         let Some(conn) = slot.conn else { return };
-        if self.plan.max_requests.is_some_and(|max| self.sent >= max) {
-            return; // this connection's loop ends here
-        }
         let Some(mut tx) = slot.tx.take() else {
             slot.send_when_free = true;
             return;
@@ -363,6 +403,9 @@ impl Load {
                         let slot = &mut self.slots[i];
                         if let Some(status) = slot.reader.finish_on_close() {
                             self.complete(i, status, now);
+                            if self.plan.connection == ConnMode::PerRequest {
+                                return self.next_connection(i, now, true);
+                            }
                         } else if slot.sent_at.is_some() {
                             self.out.errors.read += 1;
                         }
@@ -394,6 +437,9 @@ impl Load {
                 }) => {
                     used_total += used;
                     self.complete(i, status, now);
+                    if self.plan.connection == ConnMode::PerRequest {
+                        return self.next_connection(i, now, close);
+                    }
                     if close {
                         return self.reconnect(i, now, false);
                     }
@@ -420,7 +466,10 @@ impl Load {
     }
 
     fn complete(&mut self, i: usize, status: u16, now: Instant) {
-        let sent_at = self.set_sent(i, None);
+        let mut sent_at = self.set_sent(i, None);
+        if self.plan.connection == ConnMode::PerRequest {
+            sent_at = self.slots[i].connect_at; // the connect is part of the request
+        }
         if !self.recording {
             return;
         }

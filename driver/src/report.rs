@@ -28,6 +28,21 @@ pub struct Latency {
     pub p999_us: Option<f64>,
 }
 
+/// Connection-per-request mode: who ended each connection. The client closes every connection
+/// after its response whatever the server said, so a server that ignores `Connection: close`
+/// is measured the same way as one that honours it — and this says which it was.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Closes {
+    /// Connections in the measured window (open at its start or opened in it), each carrying
+    /// one request at most.
+    pub opened: u64,
+    /// Responses that announced the close (`Connection: close`, HTTP/1.0) or ended with it.
+    pub server: u64,
+    /// Responses after which the server would have kept the connection open: the client
+    /// closed it.
+    pub client: u64,
+}
+
 /// Per-thread requests-per-second samples (wrk's "Req/Sec" row).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RateStats {
@@ -70,6 +85,10 @@ pub struct Report {
     /// can be merged (not in wrk's or goose's report).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_buckets: Option<LatencyBuckets>,
+    /// Connection-per-request mode only (`--disable-keepalive`): who closed the connections.
+    /// Latency there runs from the connect to the response's last byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closes: Option<Closes>,
 }
 
 /// A latency histogram reduced to two significant digits (1 % wide buckets): `(upper value
@@ -221,6 +240,12 @@ impl Report {
         if e.status > 0 {
             s += &format!("  Non-2xx or 3xx responses: {}\n", e.status);
         }
+        if let Some(c) = &self.closes {
+            s += &format!(
+                "  A connection per request: {} opened; closed by the server {}, by the client {}\n",
+                c.opened, c.server, c.client
+            );
+        }
         s += &format!("Requests/sec: {:9.2}\n", self.requests_per_s);
         s += &format!("Transfer/sec: {:>10}B\n", binary(self.transfer_per_s));
         s
@@ -277,6 +302,7 @@ pub fn parse_wrk_text(text: &str) -> Result<Report, ParseError> {
         req_per_thread: RateStats::default(),
         errors: Errors::default(),
         reconnects: None,
+        closes: None,
         io_uring: None,
         driver_cpu_s: None,
         driver_syscalls: None,

@@ -173,6 +173,7 @@ pub fn render_requests(
     routes: &[Route],
     headers: &[String],
     body: &[u8],
+    close: bool,
 ) -> Vec<Vec<u8>> {
     routes
         .iter()
@@ -190,6 +191,10 @@ pub fn render_requests(
             for h in headers {
                 req.push_str(h.trim());
                 req.push_str("\r\n");
+            }
+            // A header the user gave wins over the one a mode would add.
+            if close && !sets("connection") {
+                req.push_str("Connection: close\r\n");
             }
             let with_body = !body.is_empty() || r.method == "POST" || r.method == "PUT";
             if with_body && !sets("content-length") {
@@ -274,7 +279,7 @@ mod tests {
         assert!(parse_routes("GET/").is_err());
         assert!(parse_routes("GET:user").is_err());
         let url = Url::parse("http://127.0.0.1:9/").unwrap();
-        let reqs = render_requests(&url, &routes, &["X-A: 1".into()], b"");
+        let reqs = render_requests(&url, &routes, &["X-A: 1".into()], b"", false);
         assert_eq!(
             reqs[0],
             b"GET / HTTP/1.1\r\nHost: 127.0.0.1:9\r\nX-A: 1\r\n\r\n"
@@ -283,7 +288,25 @@ mod tests {
             reqs[2],
             b"POST /user HTTP/1.1\r\nHost: 127.0.0.1:9\r\nX-A: 1\r\nContent-Length: 0\r\n\r\n"
         );
-        let with_body = render_requests(&url, &routes[2..], &[], b"hi");
+        let with_body = render_requests(&url, &routes[2..], &[], b"hi", false);
         assert!(with_body[0].ends_with(b"Content-Length: 2\r\n\r\nhi"));
+    }
+
+    #[test]
+    fn a_connection_per_request_asks_for_the_close_unless_a_header_says_otherwise() {
+        let url = Url::parse("http://127.0.0.1:9/").unwrap();
+        let routes = parse_routes("GET:/").unwrap();
+        let close = render_requests(&url, &routes, &[], b"", true);
+        assert_eq!(
+            close[0],
+            b"GET / HTTP/1.1\r\nHost: 127.0.0.1:9\r\nConnection: close\r\n\r\n"
+        );
+        let own = render_requests(&url, &routes, &["connection: keep-alive".into()], b"", true);
+        let text = String::from_utf8(own[0].clone()).unwrap();
+        assert_eq!(
+            text.to_ascii_lowercase().matches("connection:").count(),
+            1,
+            "{text}"
+        );
     }
 }

@@ -194,3 +194,32 @@ fn io_uring_options_from_the_command_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--batch-wait-us"));
 }
+
+#[test]
+fn disable_keepalive_says_who_closed_in_text_and_json_and_still_parses_as_wrk() {
+    let server = TestServer::start(Mode::Close);
+    let url = server.url("/");
+    let text = rxload(&["-t1", "-c2", "-n", "30", "--disable-keepalive", &url]);
+    assert!(text.status.success(), "{text:?}");
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("  A connection per request: ")
+            && text.contains("closed by the server 30, by the client 0"),
+        "{text}"
+    );
+    assert_eq!(driver::report::parse_wrk_text(&text).unwrap().requests, 30);
+
+    let json = rxload(&[
+        "-t1",
+        "-c2",
+        "-n",
+        "30",
+        "--disable-keepalive",
+        "--json",
+        &url,
+    ]);
+    let report: driver::report::Report = serde_json::from_slice(&json.stdout).unwrap();
+    let closes = report.closes.expect("closes in per-request mode");
+    assert_eq!((closes.server, closes.client), (30, 0));
+    assert_eq!(server.counts.lock().unwrap().most_on_a_connection, 1);
+}

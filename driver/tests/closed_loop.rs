@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{Mode, TestServer};
 use driver::target::{parse_routes, Url};
-use driver::{report, Options};
+use driver::{report, ConnMode, Options};
 use reactor::BackendChoice;
 
 /// Each engine: (backend, multishot receives, the report's `engine`).
@@ -36,6 +36,7 @@ fn options(url: &str, (backend, recv_multishot): Engine) -> Options {
         body: vec![],
         backend,
         max_requests: None,
+        connection: ConnMode::KeepAlive,
     }
 }
 
@@ -111,6 +112,57 @@ fn connection_close_reconnects_and_still_counts_every_response() {
         assert!(server.counts.lock().unwrap().connections >= 200);
         assert_eq!(r.errors, report::Errors::default());
     }
+}
+
+#[test]
+fn a_connection_per_request_closes_after_every_response_and_says_who_closed() {
+    // Length: a server that ignores `Connection: close` (the client closes); Close: one that
+    // honours it.
+    for (mode, by_server) in [(Mode::Length, false), (Mode::Close, true)] {
+        for (backend, engine) in ENGINES {
+            let server = TestServer::start(mode);
+            let mut o = options(&server.url("/"), backend);
+            o.connection = ConnMode::PerRequest;
+            o.max_requests = Some(200);
+            let r = run(&o);
+            assert_eq!(r.requests, 200, "{engine}");
+            assert_eq!(r.errors, report::Errors::default(), "{engine}");
+            assert_eq!(
+                r.reconnects,
+                Some(0),
+                "{engine}: planned closes are no reconnects"
+            );
+            let closes = r.closes.expect("per-request mode reports its closes");
+            let (server_closed, client_closed) = if by_server { (200, 0) } else { (0, 200) };
+            assert_eq!(
+                (closes.server, closes.client),
+                (server_closed, client_closed),
+                "{engine}"
+            );
+            // Each connection carries one request; one a slot opened while the last requests
+            // were still out may carry none.
+            assert!(
+                (200..=200 + o.connections as u64).contains(&closes.opened),
+                "{engine}: {closes:?}"
+            );
+            let counts = server.counts.lock().unwrap();
+            assert_eq!(counts.most_on_a_connection, 1, "{engine}");
+            assert_eq!(counts.asked_close, 200, "{engine}");
+            assert_eq!(counts.requests, 200, "{engine}");
+        }
+    }
+}
+
+#[test]
+fn keep_alive_reports_no_closes_and_reuses_its_connections() {
+    let server = TestServer::start(Mode::Length);
+    let mut o = options(&server.url("/"), ENGINES[0].0);
+    o.max_requests = Some(200);
+    let r = run(&o);
+    assert_eq!(r.closes, None);
+    let counts = server.counts.lock().unwrap();
+    assert_eq!(counts.asked_close, 0);
+    assert!(counts.most_on_a_connection >= 200 / 4, "{counts:?}");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use driver::target::{format_duration, parse_duration, parse_routes, Route, Url};
-use driver::{Options, RunError};
+use driver::{ConnMode, Options, RunError};
 use reactor::BackendChoice;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -39,6 +39,7 @@ enum RecvMode {
 Examples:
   rxload -t1 -c64 -d10s --latency http://127.0.0.1:3000/
   rxload -c256 -d15s --routes GET:/,GET:/user/0,POST:/user --json http://127.0.0.1:3000/
+  rxload -t1 -c64 -d10s --disable-keepalive http://127.0.0.1:3000/
 
 Load only servers you run yourself."
 )]
@@ -75,6 +76,12 @@ struct Cli {
     /// the-benchmarker scenario); replaces the URL's path
     #[arg(long, value_parser = routes)]
     routes: Option<RouteMix>,
+    /// Every request on a fresh connection: connect, send with `Connection: close`, read the
+    /// response, close from the client's side whatever the server answered (oha's
+    /// --disable-keepalive). The connect is inside each request's latency; the report says
+    /// who closed. Checks first that the kernel reuses closed client ports (tcp_tw_reuse)
+    #[arg(long)]
+    disable_keepalive: bool,
     /// Stop after this many complete responses in all (or at the end of --duration)
     #[arg(short = 'n', long)]
     requests: Option<u64>,
@@ -180,6 +187,11 @@ fn run(cli: Cli) -> Result<(), RunError> {
         routes,
         body: cli.body.into_bytes(),
         max_requests: cli.requests,
+        connection: if cli.disable_keepalive {
+            ConnMode::PerRequest
+        } else {
+            ConnMode::KeepAlive
+        },
         recv_multishot: cli.recv == RecvMode::Multishot,
         batch_wait: Duration::from_micros(cli.batch_wait_us.into()),
         backend: match cli.engine {

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// Content-Length responses, keep-alive.
+    /// Content-Length responses, keep-alive (a `Connection: close` is ignored, as some
+    /// servers do).
     Length,
     /// Chunked responses, keep-alive.
     Chunked,
@@ -23,6 +24,10 @@ pub struct Counts {
     pub requests: u64,
     pub connections: u64,
     pub by_route: HashMap<String, u64>,
+    /// Requests that asked for the close (`Connection: close`).
+    pub asked_close: u64,
+    /// The most requests any one connection carried.
+    pub most_on_a_connection: u64,
 }
 
 pub struct TestServer {
@@ -61,6 +66,7 @@ fn serve(stream: TcpStream, mode: Mode, counts: Arc<Mutex<Counts>>) {
     stream.set_nodelay(true).unwrap();
     let mut out = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
+    let mut on_this_connection = 0;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -84,6 +90,9 @@ fn serve(stream: TcpStream, mode: Mode, counts: Arc<Mutex<Counts>>) {
                 if n.eq_ignore_ascii_case("content-length") {
                     length = v.trim().parse().unwrap();
                 }
+                if n.eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("close") {
+                    counts.lock().unwrap().asked_close += 1;
+                }
             }
         }
         let mut body = vec![0; length];
@@ -93,6 +102,8 @@ fn serve(stream: TcpStream, mode: Mode, counts: Arc<Mutex<Counts>>) {
         {
             let mut c = counts.lock().unwrap();
             c.requests += 1;
+            on_this_connection += 1;
+            c.most_on_a_connection = c.most_on_a_connection.max(on_this_connection);
             *c.by_route.entry(format!("{method}:{path}")).or_default() += 1;
         }
         if path == "/slow" {
