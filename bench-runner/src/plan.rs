@@ -9,7 +9,7 @@ use rand_core::SeedableRng;
 use rand_pcg::Pcg64;
 
 use crate::cli::{Network, RunArgs};
-use crate::model::{Launch, Profile, ServerKey, Subject};
+use crate::model::{Launch, LoadModel, Profile, ServerKey, Subject};
 use crate::stats::below;
 
 /// Arguments that make no plan, each named.
@@ -97,9 +97,13 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
     let mut conns = a.measure.conns.clone();
     conns.sort_unstable();
     conns.dedup();
+    let mut loads = a.measure.loads.clone();
+    loads.sort_unstable();
+    loads.dedup();
     Ok((
         Plan {
             servers,
+            loads,
             conns,
             routes: a.measure.routes.clone(),
             rounds: a.measure.rounds(),
@@ -111,11 +115,13 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
     ))
 }
 
-/// One cell of the matrix: a resident server at one connection level on one route.
+/// One cell of the matrix: a resident server under one load model at one connection level on
+/// one route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cell {
     /// Index into [`Plan::servers`].
     pub server: usize,
+    pub load: LoadModel,
     pub conns: u32,
     /// Index into [`Plan::routes`].
     pub route: usize,
@@ -124,6 +130,7 @@ pub struct Cell {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub servers: Vec<ServerKey>,
+    pub loads: Vec<LoadModel>,
     pub conns: Vec<u32>,
     pub routes: Vec<Route>,
     /// Slices per cell: a round visits every cell once.
@@ -143,13 +150,16 @@ impl Plan {
     pub fn cells(&self) -> Vec<Cell> {
         let mut cells = Vec::new();
         for server in 0..self.servers.len() {
-            for &conns in &self.conns {
-                for route in 0..self.routes.len() {
-                    cells.push(Cell {
-                        server,
-                        conns,
-                        route,
-                    });
+            for &load in &self.loads {
+                for &conns in &self.conns {
+                    for route in 0..self.routes.len() {
+                        cells.push(Cell {
+                            server,
+                            load,
+                            conns,
+                            route,
+                        });
+                    }
                 }
             }
         }
@@ -161,7 +171,7 @@ impl Plan {
     }
 
     /// Round `round`'s order (rounds count from 1): every cell once, in blocks — one per
-    /// (connection level, route), each visiting every server — with the blocks and the
+    /// (load model, connection level, route), each visiting every server — with the blocks and the
     /// servers within each shuffled by a generator seeded with the run's seed and the round,
     /// so a recorded seed reproduces the schedule. Every comparison pairs two servers at the
     /// same level and route, so the two slices of a pair are at most one block apart: the
@@ -169,18 +179,25 @@ impl Plan {
     pub fn round_order(&self, round: u32) -> Vec<Cell> {
         let mut rng =
             Pcg64::seed_from_u64(self.seed ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let mut blocks: Vec<(u32, usize)> = self
-            .conns
+        // Load models outermost: with one model the blocks (and so the schedule a seed
+        // gives) are those of the runs before the load axis.
+        let mut blocks: Vec<(LoadModel, u32, usize)> = self
+            .loads
             .iter()
-            .flat_map(|&conns| (0..self.routes.len()).map(move |route| (conns, route)))
+            .flat_map(|&load| {
+                self.conns.iter().flat_map(move |&conns| {
+                    (0..self.routes.len()).map(move |route| (load, conns, route))
+                })
+            })
             .collect();
         shuffle(&mut blocks, &mut rng);
         let mut order = Vec::with_capacity(self.cells().len());
-        for (conns, route) in blocks {
+        for (load, conns, route) in blocks {
             let mut servers: Vec<usize> = (0..self.servers.len()).collect();
             shuffle(&mut servers, &mut rng);
             order.extend(servers.into_iter().map(|server| Cell {
                 server,
+                load,
                 conns,
                 route,
             }));
@@ -197,8 +214,10 @@ impl Plan {
     /// What `--dry-run` prints.
     pub fn describe(&self) -> String {
         let mut s = format!(
-            "plan: {} resident servers x {} connection levels x {} routes = {} cells; {} rounds = {} slices\n",
+            "plan: {} resident servers x {} load models ({}) x {} connection levels x {} routes = {} cells; {} rounds = {} slices\n",
             self.servers.len(),
+            self.loads.len(),
+            self.loads.iter().map(|l| l.name()).collect::<Vec<_>>().join(", "),
             self.conns.len(),
             self.routes.len(),
             self.cells().len(),
@@ -243,7 +262,16 @@ impl Plan {
         } else {
             String::new()
         };
-        format!("{} c={}{route}", self.servers[c.server], c.conns)
+        let load = match c.load {
+            LoadModel::KeepAlive => "",
+            other => other.name(),
+        };
+        let load = if load.is_empty() {
+            String::new()
+        } else {
+            format!(" {load}")
+        };
+        format!("{} c={}{load}{route}", self.servers[c.server], c.conns)
     }
 }
 
@@ -277,6 +305,7 @@ mod tests {
         .collect();
         Plan {
             servers,
+            loads: vec![LoadModel::KeepAlive],
             conns: vec![64, 256, 512],
             routes: vec![Route::get_root(), "POST:/user".parse().unwrap()],
             rounds: 20,
@@ -315,16 +344,69 @@ mod tests {
     }
 
     #[test]
+    fn one_load_model_keeps_the_schedule_a_seed_gave_before_the_load_axis() {
+        // The order as it was made before the axis: blocks of (connection level, route).
+        let p = plan(11);
+        for round in [1, 2, 9] {
+            let mut rng =
+                Pcg64::seed_from_u64(p.seed ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut blocks: Vec<(u32, usize)> = p
+                .conns
+                .iter()
+                .flat_map(|&c| (0..p.routes.len()).map(move |r| (c, r)))
+                .collect();
+            shuffle(&mut blocks, &mut rng);
+            let mut before = Vec::new();
+            for (conns, route) in blocks {
+                let mut servers: Vec<usize> = (0..p.servers.len()).collect();
+                shuffle(&mut servers, &mut rng);
+                before.extend(servers.into_iter().map(|server| (server, conns, route)));
+            }
+            let now: Vec<(usize, u32, usize)> = p
+                .round_order(round)
+                .iter()
+                .map(|c| (c.server, c.conns, c.route))
+                .collect();
+            assert_eq!(now, before, "round {round}");
+        }
+    }
+
+    #[test]
+    fn a_second_load_model_doubles_the_cells_and_keeps_blocks_of_one_model() {
+        let mut p = plan(4);
+        p.loads = vec![LoadModel::KeepAlive, LoadModel::PerRequest];
+        assert_eq!(p.cells().len(), 6 * 2 * 3 * 2);
+        let order = p.round_order(1);
+        let mut sorted = order.clone();
+        sorted.sort();
+        let mut all = p.cells();
+        all.sort();
+        assert_eq!(sorted, all);
+        for chunk in order.chunks(p.servers.len()) {
+            assert!(chunk.iter().all(|c| c.load == chunk[0].load), "{chunk:?}");
+        }
+        let text = p.describe();
+        assert!(
+            text.contains("2 load models (keepalive, per-request)"),
+            "{text}"
+        );
+        let per_request = order
+            .iter()
+            .find(|c| c.load == LoadModel::PerRequest)
+            .unwrap();
+        assert!(p.cell_name(per_request).contains(" per-request"));
+    }
+
+    #[test]
     fn a_pair_is_at_most_one_block_apart() {
         let p = plan(3);
         let block = p.servers.len();
         for round in 1..=p.rounds {
             let order = p.round_order(round);
             for chunk in order.chunks(block) {
-                // One (connection level, route) per block, every server in it once.
-                assert!(chunk
-                    .iter()
-                    .all(|c| (c.conns, c.route) == (chunk[0].conns, chunk[0].route)));
+                // One (load, connection level, route) per block, every server in it once.
+                let level = |c: &Cell| (c.load, c.conns, c.route);
+                assert!(chunk.iter().all(|c| level(c) == level(&chunk[0])));
                 let mut servers: Vec<usize> = chunk.iter().map(|c| c.server).collect();
                 servers.sort();
                 assert_eq!(servers, (0..block).collect::<Vec<_>>());
@@ -337,7 +419,7 @@ mod tests {
         let p = plan(5);
         assert_eq!(p.eta(), Duration::from_millis(1340) * 720);
         let text = p.describe();
-        assert!(text.contains("6 resident servers x 3 connection levels x 2 routes = 36 cells; 20 rounds = 720 slices"), "{text}");
+        assert!(text.contains("6 resident servers x 1 load models (keepalive) x 3 connection levels x 2 routes = 36 cells; 20 rounds = 720 slices"), "{text}");
         assert!(text.contains("ETA: about 16 min 04 s"), "{text}");
         assert!(text.contains("seed 5"));
     }

@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{EngineChoice, RunArgs};
+use crate::cli::{EngineChoice, Network, RunArgs};
 use crate::engine::{self, Engine, EngineError, Picked, ServerSpec};
 use crate::load::{self, LoadDriver, LoadError, Setup};
-use crate::model::{Raw, Schedule, ServerKey, ServerRecord, Settings, Slice, SCHEMA};
+use crate::model::{LoadModel, Raw, Schedule, ServerKey, ServerRecord, Settings, Slice, SCHEMA};
 use crate::plan::{make_plan, Plan, PlanError};
 use crate::pool::Pool;
 use crate::record::RecordError;
@@ -50,6 +50,8 @@ pub enum RunError {
     Render(#[from] RenderError),
     #[error("interrupted: {slices} slices kept in {}", dir.display())]
     Interrupted { slices: usize, dir: PathBuf },
+    #[error("--load per-request: {0}")]
+    Ports(#[from] driver::ports::PortsError),
     #[error("a setup task stopped: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
@@ -95,11 +97,15 @@ pub async fn run_on<E: Engine>(
     if server_cpus.iter().any(|c| load_cpus.contains(c)) {
         notes.push(format!("server CPUs {server_cpus:?} and load CPUs {load_cpus:?} overlap: the driver competes with the servers"));
     }
+    if plan.loads.contains(&LoadModel::PerRequest) {
+        check_port_reuse(args)?;
+    }
     let root = crate::repo_root();
     engine.prepare(&root, args.no_build).await?;
     let driver = {
         let (choice, root, routes) = (args.driver, root.clone(), plan.routes.clone());
-        tokio::task::spawn_blocking(move || load::choose(choice, &root, &routes)).await??
+        let loads = plan.loads.clone();
+        tokio::task::spawn_blocking(move || load::choose(choice, &root, &routes, &loads)).await??
     };
     let network = engine.open(args.network).await?;
     let specs = specs(&plan, args, &server_cpus, network.as_deref());
@@ -125,6 +131,7 @@ pub async fn run_on<E: Engine>(
             rounds: plan.rounds,
             slice_s: plan.slice.as_secs_f64(),
             slice_warmup_s: plan.warmup.as_secs_f64(),
+            loads: plan.loads.clone(),
             conns: plan.conns.clone(),
             routes: plan.routes.clone(),
             seed,
@@ -339,6 +346,25 @@ impl Rounds<'_> {
     }
 }
 
+/// A connection per request must not run the client out of local ports: checked before any
+/// build or server start, for the address the driver will connect to.
+fn check_port_reuse(args: &RunArgs) -> Result<()> {
+    use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+    let target = match args.network {
+        // A container's address on the run's network, known only once it runs: not loopback.
+        Network::Bridge => Some(IpAddr::V4(Ipv4Addr::new(172, 17, 0, 2))),
+        Network::Host => (args.target_host.as_str(), 0)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .map(|a| a.ip()),
+    };
+    if let Some(ip) = target {
+        driver::ports::check(ip, &driver::ports::Sysctls::read())?;
+    }
+    Ok(())
+}
+
 /// Every host-network server needs its own free port: say which is taken before starting any.
 fn check_ports(specs: &[ServerSpec]) -> Result<()> {
     for s in specs {
@@ -354,22 +380,19 @@ fn check_ports(specs: &[ServerSpec]) -> Result<()> {
 }
 
 fn describe_slice(s: &Slice, cpus: usize) -> String {
+    let cell = match s.load {
+        LoadModel::KeepAlive => format!("{} c={}", s.server, s.conns),
+        load => format!("{} c={} {}", s.server, s.conns, load.name()),
+    };
     match (&s.report, &s.error) {
         (Some(r), None) => format!(
-            "{} c={}: {:.0} req/s, {:.2} µs CPU/req, server {}",
-            s.server,
-            s.conns,
+            "{cell}: {:.0} req/s, {:.2} µs CPU/req, server {}",
             r.requests_per_s,
             s.cpu_us_per_request().unwrap_or(f64::NAN),
             s.utilisation(cpus)
                 .map_or("?".into(), |u| format!("{:.0} %", u * 100.0))
         ),
-        (_, e) => format!(
-            "{} c={}: FAILED {}",
-            s.server,
-            s.conns,
-            e.as_ref().map_or("", |e| e.headline())
-        ),
+        (_, e) => format!("{cell}: FAILED {}", e.as_ref().map_or("", |e| e.headline())),
     }
 }
 

@@ -120,6 +120,7 @@ pub async fn measure<E: Engine>(
         round,
         position,
         server: pool.specs[i].key.clone(),
+        load: cell.load,
         conns: cell.conns,
         route: route.clone(),
         at_s: t0.elapsed().as_secs_f64(),
@@ -143,6 +144,7 @@ pub async fn measure<E: Engine>(
     let load = Load {
         url: &url,
         route: &route,
+        model: cell.load,
         conns: cell.conns,
     };
     let outcome = drive(pool, i, driver, setup, &load).await;

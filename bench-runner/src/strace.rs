@@ -1,5 +1,5 @@
-//! After the rounds: one extra slice for each chosen server under `strace -c -f`, at the
-//! first connection level and route, with no warm-up so that strace's count and the driver's
+//! After the rounds: one extra slice for each chosen server under `strace -c -f`, under the
+//! first load model at the first connection level and route, with no warm-up so that strace's count and the driver's
 //! requests cover the same load; strace's own table is kept beside raw.json. strace slows a
 //! server down, so this slice is never part of any figure.
 
@@ -53,7 +53,7 @@ pub async fn profiles<E: Engine>(
     dir: &Path,
     raw: &mut Raw,
 ) {
-    let (conns, route) = (plan.conns[0], plan.routes[0].clone());
+    let (load, conns, route) = (plan.loads[0], plan.conns[0], plan.routes[0].clone());
     for i in 0..pool.specs.len() {
         let chosen = match which {
             StraceSlices::Off => false,
@@ -66,6 +66,7 @@ pub async fn profiles<E: Engine>(
         let key = pool.specs[i].key.clone();
         eprintln!("bench-runner: {key}: one slice under strace -c -f (its syscall profile)…");
         let mut profile = StraceProfile {
+            load,
             conns,
             route: route.clone(),
             ..Default::default()
@@ -120,6 +121,7 @@ async fn profile_one<E: Engine>(
     let load = Load {
         url: &url,
         route: &profile.route,
+        model: profile.load,
         conns: profile.conns,
     };
     let setup = Setup {

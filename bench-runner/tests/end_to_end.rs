@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bench_runner::model::Schedule;
+use bench_runner::model::{LoadModel, Schedule, ServerConfig, Subject};
 use bench_runner::render::SummaryFile;
 use common::{available_or_skip, docker_reachable};
 
@@ -101,7 +101,7 @@ fn check_files(dir: &Path) {
     );
     assert!(std::fs::read_to_string(dir.join("results.csv"))
         .unwrap()
-        .starts_with("profile,config,conns,route,"));
+        .starts_with("profile,config,load,conns,route,"));
     assert!(std::fs::read_to_string(dir.join("comparisons.csv"))
         .unwrap()
         .starts_with("profile,config,baseline_profile,"));
@@ -384,6 +384,113 @@ fn native_mode_skips_the_engine_default_and_denies_io_uring_in_the_child() {
         "{notes:?}"
     );
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}
+
+/// Both load models in one quick run on `engine`: each its own cells and comparisons, the
+/// per-request cells paying accept, registration and close per request, and the table a part
+/// per model.
+fn both_load_models(engine: &str, port: &str) {
+    let (dir, summary) = run(
+        &format!("loads-{engine}"),
+        &[
+            "--engine",
+            engine,
+            "--quick",
+            "--profiles",
+            "relaxed",
+            "--configs",
+            "rx,io_uring,io_uring-control",
+            "--conns",
+            "64",
+            "--load",
+            "keepalive,per-request",
+            "--port",
+            port,
+        ],
+    );
+    assert_eq!(
+        summary["settings"]["loads"],
+        serde_json::json!(["keepalive", "per-request"])
+    );
+    let raw = bench_runner::record::read_raw(&dir).unwrap();
+    for load in [LoadModel::KeepAlive, LoadModel::PerRequest] {
+        let n = raw.slices.iter().filter(|s| s.load == load).count();
+        assert_eq!(n, 3 * 5, "{load:?}: a slice per server and round");
+    }
+    let file: SummaryFile =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let rows = |load: LoadModel, config: ServerConfig| {
+        file.summary
+            .rows
+            .iter()
+            .find(|r| r.load == load && r.config == Subject::Own(config))
+            .unwrap_or_else(|| panic!("no {load:?} row for {config:?}"))
+            .clone()
+    };
+    for config in [ServerConfig::Rx, ServerConfig::IoUring] {
+        let (ka, pr) = (
+            rows(LoadModel::KeepAlive, config),
+            rows(LoadModel::PerRequest, config),
+        );
+        assert_eq!(pr.rounds_failed, 0, "{pr:?}");
+        // A connection per request costs more server CPU than a kept-alive one.
+        assert!(
+            pr.cpu_us_per_request.unwrap() > ka.cpu_us_per_request.unwrap(),
+            "{config:?}: {pr:?} vs {ka:?}"
+        );
+        let calls = |r: &bench_runner::summary::Row, name: &str| {
+            r.syscalls_per_request.get(name).copied().unwrap_or(0.0)
+        };
+        if config == ServerConfig::Rx {
+            // One accept (or more, the last learning EAGAIN), one ADD, one close each — give
+            // or take the 64 connections in flight at each edge of a 300 ms window.
+            let one = 0.95..1.05;
+            assert!(calls(&pr, "accept4") >= one.start, "{pr:?}");
+            assert!(one.contains(&calls(&pr, "epoll_ctl_add")), "{pr:?}");
+            assert!(one.contains(&calls(&pr, "close")), "{pr:?}");
+            assert!(calls(&ka, "accept4") < 0.01, "{ka:?}");
+        }
+    }
+    let per_request: Vec<_> = file
+        .summary
+        .comparisons
+        .iter()
+        .filter(|c| c.load == LoadModel::PerRequest)
+        .collect();
+    assert!(
+        per_request
+            .iter()
+            .any(|c| c.config == Subject::Own(ServerConfig::IoUring)
+                && c.baseline == Subject::Own(ServerConfig::Rx)),
+        "{per_request:?}"
+    );
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    for heading in [
+        "# Load `keepalive`",
+        "# Load `per-request`",
+        "## Evidence: load `per-request`",
+    ] {
+        assert!(table.contains(heading), "{heading}:\n{table}");
+    }
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}
+
+#[test]
+fn native_run_of_both_load_models() {
+    both_load_models("native", "3995");
+}
+
+#[test]
+fn docker_run_of_both_load_models() {
+    if !available_or_skip(
+        docker_reachable(),
+        "docker_loads",
+        "no Docker engine answers",
+    ) {
+        return;
+    }
+    both_load_models("docker", "3997");
+    assert_eq!(rxbench_containers(), 0, "containers left behind");
 }
 
 /// A short run of rx and legacy under `relaxed` on `engine`; once slices are being written,

@@ -10,7 +10,7 @@ use driver::target::Route;
 pub use values::foreign_server;
 use values::{duration, duration_or_zero, route};
 
-use crate::model::{ForeignServer, Profile, ServerConfig};
+use crate::model::{ForeignServer, LoadModel, Profile, ServerConfig};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -207,6 +207,17 @@ pub struct MeasureArgs {
     /// Load before each slice's measured window, not recorded [default: 300ms; --quick: 200ms]
     #[arg(long, value_parser = duration_or_zero)]
     pub slice_warmup: Option<Duration>,
+    /// Load models, each a level of the matrix like the connection count: keepalive (wrk's
+    /// closed loop on kept-alive connections), per-request (a fresh connection per request,
+    /// the client closing after each response: oha --disable-keepalive). per-request needs
+    /// --driver rxload
+    #[arg(
+        long = "load",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "keepalive"
+    )]
+    pub loads: Vec<LoadModel>,
     /// Connection levels
     #[arg(long, value_delimiter = ',', default_value = "64,256,512", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub conns: Vec<u32>,

@@ -16,6 +16,7 @@ use driver::report::Report;
 use driver::target::Route;
 
 use crate::cli::DriverChoice;
+use crate::model::LoadModel;
 
 /// Why a driver could not be set up or could not drive a slice.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +40,8 @@ pub enum LoadError {
     Failed { name: &'static str, stderr: String },
     #[error("{name}'s report: {detail}")]
     Report { name: &'static str, detail: String },
+    #[error("--driver {name} cannot drive --load {}: use --driver rxload", .load.name())]
+    Unsupported { name: &'static str, load: LoadModel },
 }
 
 /// How every slice is driven: the same for the whole run.
@@ -58,6 +61,7 @@ pub struct Load<'a> {
     /// `http://host:port` and the route's path.
     pub url: &'a str,
     pub route: &'a Route,
+    pub model: LoadModel,
     pub conns: u32,
 }
 
@@ -80,6 +84,8 @@ impl Load<'_> {
 pub trait LoadDriver {
     /// As raw.json records it.
     fn name(&self) -> &'static str;
+    /// Whether it can drive `model` (asked once, before anything runs).
+    fn supports(&self, model: LoadModel) -> bool;
     /// Drives `load` for one slice, blocking. Calls `edge` exactly twice, at the start and at
     /// the end of the measured window, so the server can be read there.
     fn drive(
@@ -90,18 +96,26 @@ pub trait LoadDriver {
     ) -> Result<Report, LoadError>;
 }
 
-/// The driver for `choice`, with what it needs built or checked first (and the routes it
-/// cannot send refused before anything starts).
+/// The driver for `choice`, with what it needs built or checked first (and the routes and
+/// load models it cannot drive refused before anything starts).
 pub fn choose(
     choice: DriverChoice,
     root: &Path,
     routes: &[Route],
+    loads: &[LoadModel],
 ) -> Result<Box<dyn LoadDriver + Send + Sync>, LoadError> {
-    Ok(match choice {
+    let driver: Box<dyn LoadDriver + Send + Sync> = match choice {
         DriverChoice::Rxload => Box::new(rxload::Rxload),
         DriverChoice::Wrk => Box::new(wrk::Wrk::find(routes)?),
         DriverChoice::Goose => Box::new(goose::Goose::build(root)?),
-    })
+    };
+    if let Some(&load) = loads.iter().find(|&&l| !driver.supports(l)) {
+        return Err(LoadError::Unsupported {
+            name: driver.name(),
+            load,
+        });
+    }
+    Ok(driver)
 }
 
 /// Runs a driver's child process between two edges; its stdout, or why it failed.
@@ -130,9 +144,14 @@ mod tests {
     #[test]
     fn a_route_wrk_cannot_send_is_refused_before_anything_runs() {
         let routes: Vec<Route> = vec![Route::get_root(), "POST:/user".parse().unwrap()];
-        let e = choose(DriverChoice::Wrk, Path::new("."), &routes)
-            .err()
-            .expect("refused");
+        let e = choose(
+            DriverChoice::Wrk,
+            Path::new("."),
+            &routes,
+            &[LoadModel::KeepAlive],
+        )
+        .err()
+        .expect("refused");
         assert!(
             matches!(&e, LoadError::WrkGetOnly(r) if r.method == "POST"),
             "{e}"
@@ -142,10 +161,39 @@ mod tests {
             "--driver wrk sends GET only: route POST:/user needs --driver rxload"
         );
         assert_eq!(
-            choose(DriverChoice::Rxload, Path::new("."), &routes)
-                .unwrap()
-                .name(),
+            choose(
+                DriverChoice::Rxload,
+                Path::new("."),
+                &routes,
+                &LoadModel::ALL
+            )
+            .unwrap()
+            .name(),
             "rxload"
+        );
+    }
+
+    #[test]
+    fn a_load_model_a_driver_cannot_drive_is_refused_before_anything_runs() {
+        if std::process::Command::new("wrk")
+            .arg("-v")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIPPED a_load_model…: wrk is not installed");
+            return;
+        }
+        let e = choose(
+            DriverChoice::Wrk,
+            Path::new("."),
+            &[Route::get_root()],
+            &LoadModel::ALL,
+        )
+        .err()
+        .expect("refused");
+        assert_eq!(
+            e.to_string(),
+            "--driver wrk cannot drive --load per-request: use --driver rxload"
         );
     }
 }

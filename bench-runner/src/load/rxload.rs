@@ -4,12 +4,17 @@
 use driver::report::Report;
 
 use super::{Load, LoadDriver, LoadError, Setup};
+use crate::model::LoadModel;
 
 pub struct Rxload;
 
 impl LoadDriver for Rxload {
     fn name(&self) -> &'static str {
         "rxload"
+    }
+
+    fn supports(&self, _: LoadModel) -> bool {
+        true
     }
 
     fn drive(
@@ -25,6 +30,7 @@ impl LoadDriver for Rxload {
         opts.connections = load.conns as usize;
         opts.duration = setup.slice;
         opts.warmup = setup.warmup;
+        opts.connection = load.model.conn_mode();
         Ok(driver::run_observed(
             &opts,
             setup.abort.clone(),

@@ -199,6 +199,9 @@ impl ServerCounters {
 /// strace slows the server down, so this slice is never part of req/s, CPU or latency.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StraceProfile {
+    /// Absent in runs recorded before the load axis: keep-alive.
+    #[serde(default)]
+    pub load: super::LoadModel,
     pub conns: u32,
     pub route: Route,
     pub requests: u64,

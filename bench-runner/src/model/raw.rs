@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use driver::target::Route;
 use serde::{Deserialize, Serialize};
 
-use super::{Failure, ForeignServer, ServerCounters, ServerKey, Startup, StraceProfile};
+use super::{Failure, ForeignServer, LoadModel, ServerCounters, ServerKey, Startup, StraceProfile};
 
 /// raw.json's layout version: 2 is the slice method (resident servers, alternating slices).
 pub const SCHEMA: u32 = 2;
@@ -50,6 +50,9 @@ pub struct Slice {
     /// Position in the round's (shuffled) order, from 0.
     pub position: u32,
     pub server: ServerKey,
+    /// Absent in runs recorded before the load axis: keep-alive.
+    #[serde(default)]
+    pub load: LoadModel,
     pub conns: u32,
     pub route: Route,
     /// Seconds from the start of the run to the start of the measured window.
@@ -106,6 +109,9 @@ pub struct Settings {
     pub rounds: u32,
     pub slice_s: f64,
     pub slice_warmup_s: f64,
+    /// Runs recorded before the load axis: keep-alive alone.
+    #[serde(default = "super::keep_alive_only")]
+    pub loads: Vec<LoadModel>,
     pub conns: Vec<u32>,
     pub routes: Vec<Route>,
     pub seed: u64,
@@ -199,13 +205,17 @@ pub enum Schedule {
 }
 
 impl Schedule {
-    /// How table.md describes it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Schedule::Blocks => {
+    /// How table.md describes it (`by_load`: a run of more than keep-alive, whose blocks
+    /// are of one load model too).
+    pub fn describe(self, by_load: bool) -> &'static str {
+        match (self, by_load) {
+            (Schedule::Blocks, false) => {
                 "in a fresh random order within blocks of one connection level and route"
             }
-            Schedule::Shuffled => "in a fresh random order",
+            (Schedule::Blocks, true) => {
+                "in a fresh random order within blocks of one load model, connection level and route"
+            }
+            (Schedule::Shuffled, _) => "in a fresh random order",
         }
     }
 }
@@ -224,6 +234,7 @@ mod tests {
                 profile: Profile::Relaxed,
                 config: ServerConfig::Rx.into(),
             },
+            load: LoadModel::KeepAlive,
             conns: 64,
             route: Route::get_root(),
             at_s: 0.0,

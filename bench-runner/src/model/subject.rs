@@ -42,6 +42,76 @@ impl Profile {
     }
 }
 
+/// How the driver loads a server: a level of the matrix, like the connection count.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadModel {
+    /// Closed loop on kept-alive connections (wrk's model)
+    #[default]
+    #[serde(rename = "keepalive")]
+    #[value(name = "keepalive", alias = "keep-alive")]
+    KeepAlive,
+    /// Closed loop, a fresh connection per request: the client sends `Connection: close` and
+    /// closes after the response whatever the server said (oha --disable-keepalive, the
+    /// board's model 2025-02 to 2026-08); connect, accept and close are per request
+    PerRequest,
+}
+
+impl LoadModel {
+    pub const ALL: [LoadModel; 2] = [LoadModel::KeepAlive, LoadModel::PerRequest];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadModel::KeepAlive => "keepalive",
+            LoadModel::PerRequest => "per-request",
+        }
+    }
+
+    /// Its part of the names that seed bootstraps (frozen). Keep-alive has none, so the runs
+    /// made before the load axis keep their intervals.
+    pub fn seed_prefix(self) -> &'static str {
+        match self {
+            LoadModel::KeepAlive => "",
+            LoadModel::PerRequest => "PerRequest|",
+        }
+    }
+
+    /// What a table heading says.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LoadModel::KeepAlive => "keep-alive connections (closed loop)",
+            LoadModel::PerRequest => {
+                "a connection per request (closed loop; connect, accept and close in every request)"
+            }
+        }
+    }
+
+    pub fn conn_mode(self) -> driver::ConnMode {
+        match self {
+            LoadModel::KeepAlive => driver::ConnMode::KeepAlive,
+            LoadModel::PerRequest => driver::ConnMode::PerRequest,
+        }
+    }
+}
+
+/// The load models of runs recorded before the axis: keep-alive alone.
+pub fn keep_alive_only() -> Vec<LoadModel> {
+    vec![LoadModel::KeepAlive]
+}
+
 /// One server configuration of the seed PR's table.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,

@@ -4,14 +4,15 @@ use crate::summary::Summary;
 
 /// results.csv: every row of the summary, one per line.
 pub fn rows(s: &Summary) -> String {
-    let mut t = String::from("profile,config,conns,route,backend_observed,io_uring,rounds_ok,rounds_failed,rps_median,rps_min,rps_max,cpu_us_per_request,p50_us,p99_us,server_cpu,load_bound_rounds,syscalls_per_request_total,epoll_ctl_per_request,flag,note\n");
+    let mut t = String::from("profile,config,load,conns,route,backend_observed,io_uring,rounds_ok,rounds_failed,rps_median,rps_min,rps_max,cpu_us_per_request,p50_us,p99_us,server_cpu,load_bound_rounds,syscalls_per_request_total,epoll_ctl_per_request,flag,note\n");
     let q = |x: &str| format!("\"{}\"", x.replace('"', "\"\""));
     let opt = |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
     for r in &s.rows {
         t += &format!(
-            "{},{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{},{:.1},{:.1},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{},{:.1},{:.1},{},{},{},{},{},{}\n",
             r.profile.name(),
             r.config.name(),
+            r.load.name(),
             r.conns,
             q(&r.route),
             r.backend_observed,
@@ -38,14 +39,15 @@ pub fn rows(s: &Summary) -> String {
 /// comparisons.csv: every paired comparison, one per line.
 pub fn comparisons(s: &Summary) -> String {
     let q = |x: &str| format!("\"{}\"", x.replace('"', "\"\""));
-    let mut t = String::from("profile,config,baseline_profile,baseline,conns,route,metric,ratio_median,ci95_low,ci95_high,significant,pairs\n");
+    let mut t = String::from("profile,config,baseline_profile,baseline,load,conns,route,metric,ratio_median,ci95_low,ci95_high,significant,pairs\n");
     for c in &s.comparisons {
         t += &format!(
-            "{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{}\n",
+            "{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{}\n",
             c.profile.name(),
             c.config.name(),
             c.baseline_profile.name(),
             c.baseline.name(),
+            c.load.name(),
             c.conns,
             q(&c.route),
             c.metric.key(),

@@ -82,7 +82,9 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
     write("table.md", markdown.clone())?;
     write("results.csv", csv::rows(&summary))?;
     write("comparisons.csv", csv::comparisons(&summary))?;
-    chart::draw(&dir.join("chart.svg"), raw, &summary)?;
+    // The chart shows the run's first load model (keep-alive, where it ran).
+    let charted = summary.for_load(raw.settings.loads.first().copied().unwrap_or_default());
+    chart::draw(&dir.join("chart.svg"), raw, &charted)?;
     let chart = dir.join("chart.svg");
     let svg = std::fs::read_to_string(&chart).map_err(io("reading back", &chart))?;
     let title = format!("rxbench results {} ({})", raw.started_utc, raw.engine);

@@ -1,6 +1,6 @@
 //! table.md: the seed PR's layout, every change with its paired interval, then the evidence.
 
-use crate::model::{Profile, Raw, ServerConfig, Subject};
+use crate::model::{LoadModel, Profile, Raw, ServerConfig, Subject};
 use crate::stats::{ratio_text, short_ms, short_rate};
 use crate::summary::{Comparison, Metric, Row, Summary, MEAN_ROUTE, RESOLUTION_LIMIT, SATURATED};
 
@@ -122,11 +122,28 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
             " — **incomplete run** (interrupted or failed: the figures rest on the slices it finished)"
         }
     );
+    // A run of keep-alive alone reads as the runs before the load axis did.
+    let by_load = raw.settings.loads != [LoadModel::KeepAlive];
+    let cell = if by_load {
+        "(server, load model, connection level, route)"
+    } else {
+        "(server, connection level, route)"
+    };
     t += &format!(
-        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds, each driving every (server, connection level, route) once for a {:.0} ms slice after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
-        st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_s * 1000.0, st.slice_warmup_s * 1000.0, raw.schedule().describe(), st.seed, raw.slices.len()
+        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds, each driving every {cell} once for a {:.0} ms slice after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
+        st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_s * 1000.0, st.slice_warmup_s * 1000.0, raw.schedule().describe(by_load), st.seed, raw.slices.len()
     );
-    t += &resolution_text(s);
+    if by_load {
+        let loads: Vec<String> = st
+            .loads
+            .iter()
+            .map(|l| format!("`{}` ({})", l.name(), l.describe()))
+            .collect();
+        t += &format!("Load models: {}. Each is a level of the matrix like the connection count: a comparison pairs two servers under the same model, and each model has its own tables, resolution and evidence below.\n\n", loads.join("; "));
+    }
+    if !by_load {
+        t += &resolution_text(s);
+    }
     for n in &raw.notes {
         t += &format!("- {n}\n");
     }
@@ -139,12 +156,37 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     if routes.len() > 1 {
         routes.push(MEAN_ROUTE.into());
     }
+    for &load in &raw.settings.loads {
+        let s = s.for_load(load);
+        if by_load {
+            t += &format!("# Load `{}`: {}\n\n", load.name(), load.describe());
+            t += &resolution_text(&s);
+        }
+        t += &load_tables(&s, &routes);
+    }
+    if by_load {
+        t += "# Evidence\n\n";
+        for &load in &raw.settings.loads {
+            t += &evidence_rows(&s.for_load(load), Some(load));
+            t += "\n";
+        }
+    } else {
+        t += &evidence_rows(s, None);
+    }
+    t += &evidence_notes(raw);
+    t
+}
+
+/// Every table of one load model: per profile the seed PR's three, then what the profile
+/// costs, the foreign servers, the mean over the routes.
+fn load_tables(s: &Summary, routes: &[String]) -> String {
+    let mut t = String::new();
     for profile in Profile::ALL {
         if !s.rows.iter().any(|r| r.profile == profile) {
             continue;
         }
         t += &format!("## Profile `{}`\n\n", profile.name());
-        for route in &routes {
+        for route in routes {
             if routes.len() > 1 {
                 t += &format!("### Route `{route}`\n\n");
             }
@@ -157,8 +199,8 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
             }
         }
     }
-    t += &filter_cost(s, &routes);
-    t += &against_foreign(s, &routes);
+    t += &filter_cost(s, routes);
+    t += &against_foreign(s, routes);
     if !s.route_means.is_empty() {
         t += "## Mean over the routes (the-benchmarker's published figure)\n\n| profile | config | conns | req/s (mean of the routes' medians) |\n| --- | --- | --- | --- |\n";
         for m in &s.route_means {
@@ -172,7 +214,6 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         }
         t += "\n";
     }
-    t += &evidence(raw, s);
     t
 }
 
@@ -326,8 +367,15 @@ Paired ratio, the server (this project's configuration, or a `--reference` serve
     t + "\n"
 }
 
-fn evidence(raw: &Raw, s: &Summary) -> String {
-    let mut t = String::from("## Evidence\n\n| profile | config | route | backend observed | conns | req/s median [min–max] | CPU µs/req median [min–max] | P50 | P99 | server CPU | driver CPU | unsaturated slices | syscalls/req (epoll_ctl) | slices ok/failed | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+/// The evidence table of one load model (`None`: a run of keep-alive alone, whose heading
+/// names no load).
+fn evidence_rows(s: &Summary, load: Option<LoadModel>) -> String {
+    let heading = match load {
+        None => "## Evidence".to_string(),
+        Some(l) => format!("## Evidence: load `{}`", l.name()),
+    };
+    let mut t = heading
+        + "\n\n| profile | config | route | backend observed | conns | req/s median [min–max] | CPU µs/req median [min–max] | P50 | P99 | server CPU | driver CPU | unsaturated slices | syscalls/req (epoll_ctl) | slices ok/failed | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for r in &s.rows {
         let sys = |k: &str| {
             r.syscalls_per_request
@@ -357,6 +405,12 @@ fn evidence(raw: &Raw, s: &Summary) -> String {
             sys("total"), sys("epoll_ctl"), r.rounds_ok, r.rounds_failed, notes.replace('|', "/")
         );
     }
+    t
+}
+
+/// What the evidence tables' columns mean, the syscall profiles and the servers' records.
+fn evidence_notes(raw: &Raw) -> String {
+    let mut t = String::new();
     t += &format!("\nsyscalls/req: the server's own counters, SIGUSR1 snapshots at the two edges of every slice diffed, summed over the cell's slices, divided by the requests the server counted in the same windows. CPU µs/req: the server's CPU time over exactly the slice (container: its cgroup's counter; native: the process CPU clock) divided by the requests the driver completed in it. Server CPU: that time as a share of the server's CPUs (driver CPU: the runner process's, driver included, as a share of the load CPUs); below {:.0} % the slice is unsaturated and its req/s is left out of the median. P50/P99: the slices' latency histograms merged.\n\n", SATURATED * 100.0);
     t += &strace_profiles(raw);
     t += "## Servers\n\n| server | port | start-up line | starts | events |\n| --- | --- | --- | --- | --- |\n";

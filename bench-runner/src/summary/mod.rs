@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Profile, Raw, ServerConfig, ServerKey, Slice, Subject};
+use crate::model::{LoadModel, Profile, Raw, ServerConfig, ServerKey, Slice, Subject};
 use crate::stats::{bootstrap_median, paired_ratios, seed_for, Interval};
 
 mod pairs;
@@ -56,6 +56,7 @@ impl Metric {
 pub struct Row {
     pub profile: Profile,
     pub config: Subject,
+    pub load: LoadModel,
     pub conns: u32,
     pub route: String,
     /// What the server said it ran (its start-up line).
@@ -99,6 +100,7 @@ pub struct Row {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub profile: Profile,
+    pub load: LoadModel,
     pub conns: u32,
     pub route: String,
     pub config: Subject,
@@ -129,6 +131,7 @@ impl Comparison {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Resolution {
     pub profile: Profile,
+    pub load: LoadModel,
     pub conns: u32,
     pub route: String,
     pub metric: Metric,
@@ -146,6 +149,7 @@ pub struct Resolution {
 pub struct RouteMean {
     pub profile: Profile,
     pub config: Subject,
+    pub load: LoadModel,
     pub conns: u32,
     pub rps_mean: f64,
 }
@@ -161,6 +165,38 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The part of the summary under one load model (its worst resolution its own).
+    pub fn for_load(&self, load: LoadModel) -> Summary {
+        let resolution: Vec<Resolution> = self
+            .resolution
+            .iter()
+            .filter(|r| r.load == load)
+            .cloned()
+            .collect();
+        Summary {
+            rows: self
+                .rows
+                .iter()
+                .filter(|r| r.load == load)
+                .cloned()
+                .collect(),
+            comparisons: self
+                .comparisons
+                .iter()
+                .filter(|c| c.load == load)
+                .cloned()
+                .collect(),
+            resolution_worst: worst(&resolution),
+            resolution,
+            route_means: self
+                .route_means
+                .iter()
+                .filter(|m| m.load == load)
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// What was measured under `profile`: this project's configurations in `order`, then the
     /// foreign servers by name.
     pub fn subjects_of(&self, profile: Profile, order: &[ServerConfig]) -> Vec<Subject> {
@@ -182,31 +218,35 @@ impl Summary {
     }
 }
 
-/// Cell key: server, connection level, route.
-type CellKey = (ServerKey, u32, String);
+/// Cell key: server, load model, connection level, route.
+type CellKey = (ServerKey, LoadModel, u32, String);
 
 pub fn summarise(raw: &Raw) -> Summary {
     let cpus = raw.settings.server_cpus.len().max(1);
     let mut cells: BTreeMap<CellKey, Vec<&Slice>> = BTreeMap::new();
     for s in &raw.slices {
         cells
-            .entry((s.server.clone(), s.conns, s.route.to_string()))
+            .entry((s.server.clone(), s.load, s.conns, s.route.to_string()))
             .or_default()
             .push(s);
     }
     // A server that never started still gets its rows, flagged with why.
     for record in &raw.servers {
-        for &conns in &raw.settings.conns {
-            for route in &raw.settings.route_names() {
-                cells
-                    .entry((record.key.clone(), conns, route.clone()))
-                    .or_default();
+        for &load in &raw.settings.loads {
+            for &conns in &raw.settings.conns {
+                for route in &raw.settings.route_names() {
+                    cells
+                        .entry((record.key.clone(), load, conns, route.clone()))
+                        .or_default();
+                }
             }
         }
     }
     let rows: Vec<Row> = cells
         .iter()
-        .map(|((key, conns, route), slices)| row(raw, key, *conns, route, slices, cpus))
+        .map(|((key, load, conns, route), slices)| {
+            row(raw, key, (*load, *conns, route), slices, cpus)
+        })
         .collect();
 
     // Per cell and metric: round -> value, for the pairing.
@@ -253,39 +293,43 @@ pub fn summarise(raw: &Raw) -> Summary {
         .map(|r| Subject::Foreign(r.as_str().into()))
         .collect();
     for pair in comparison_pairs(&servers, &references) {
-        for &conns in &raw.settings.conns {
-            for route in &route_names {
-                for metric in [Metric::CpuPerRequest, Metric::Rps, Metric::P50] {
-                    let get =
-                        |k: &ServerKey| series.get(&((k.clone(), conns, route.clone()), metric));
-                    let (Some(a), Some(b)) = (get(&pair.0), get(&pair.1)) else {
-                        continue;
-                    };
-                    let name = format!(
-                        "{}|{}|{conns}|{route}|{}",
-                        pair.0,
-                        pair.1,
-                        metric.seed_name()
-                    );
-                    let Some(i) =
-                        bootstrap_median(&paired_ratios(a, b), seed_for(raw.settings.seed, &name))
-                    else {
-                        continue;
-                    };
-                    comparisons.push(Comparison {
-                        profile: pair.0.profile,
-                        conns,
-                        route: route.clone(),
-                        config: pair.0.config.clone(),
-                        baseline: pair.1.config.clone(),
-                        baseline_profile: pair.1.profile,
-                        metric,
-                        ratio_median: i.median,
-                        ci95_low: i.low,
-                        ci95_high: i.high,
-                        significant: i.excludes_one(),
-                        pairs: i.n,
-                    });
+        for &load in &raw.settings.loads {
+            for &conns in &raw.settings.conns {
+                for route in &route_names {
+                    for metric in [Metric::CpuPerRequest, Metric::Rps, Metric::P50] {
+                        let get = |k: &ServerKey| {
+                            series.get(&((k.clone(), load, conns, route.clone()), metric))
+                        };
+                        let (Some(a), Some(b)) = (get(&pair.0), get(&pair.1)) else {
+                            continue;
+                        };
+                        let name = format!(
+                            "{}{}|{}|{conns}|{route}|{}",
+                            load.seed_prefix(),
+                            pair.0,
+                            pair.1,
+                            metric.seed_name()
+                        );
+                        let seed = seed_for(raw.settings.seed, &name);
+                        let Some(i) = bootstrap_median(&paired_ratios(a, b), seed) else {
+                            continue;
+                        };
+                        comparisons.push(Comparison {
+                            profile: pair.0.profile,
+                            load,
+                            conns,
+                            route: route.clone(),
+                            config: pair.0.config.clone(),
+                            baseline: pair.1.config.clone(),
+                            baseline_profile: pair.1.profile,
+                            metric,
+                            ratio_median: i.median,
+                            ci95_low: i.low,
+                            ci95_high: i.high,
+                            significant: i.excludes_one(),
+                            pairs: i.n,
+                        });
+                    }
                 }
             }
         }
@@ -300,6 +344,7 @@ pub fn summarise(raw: &Raw) -> Summary {
         })
         .map(|c| Resolution {
             profile: c.profile,
+            load: c.load,
             conns: c.conns,
             route: c.route.clone(),
             metric: c.metric,
@@ -308,21 +353,24 @@ pub fn summarise(raw: &Raw) -> Summary {
             aa_apart: c.significant,
         })
         .collect();
-    let mut resolution_worst = BTreeMap::new();
-    for r in &resolution {
-        let e = resolution_worst
-            .entry(r.metric.key().to_string())
-            .or_insert(0.0f64);
-        *e = e.max(r.half_width);
-    }
     let route_means = route_means(&rows, routes);
     Summary {
         rows,
         comparisons,
+        resolution_worst: worst(&resolution),
         resolution,
-        resolution_worst,
         route_means,
     }
+}
+
+/// The widest A/A half-width per metric.
+fn worst(resolution: &[Resolution]) -> BTreeMap<String, f64> {
+    let mut worst = BTreeMap::new();
+    for r in resolution {
+        let e = worst.entry(r.metric.key().to_string()).or_insert(0.0f64);
+        *e = e.max(r.half_width);
+    }
+    worst
 }
 
 /// Adds the per-round mean over the routes (rounds where every route measured) as the
@@ -332,14 +380,14 @@ fn add_route_means(
     routes: &[String],
 ) {
     let mut means: BTreeMap<(CellKey, Metric), BTreeMap<u32, f64>> = BTreeMap::new();
-    let keys: std::collections::BTreeSet<(ServerKey, u32, Metric)> = series
+    let keys: std::collections::BTreeSet<(ServerKey, LoadModel, u32, Metric)> = series
         .keys()
-        .map(|((k, c, _), m)| (k.clone(), *c, *m))
+        .map(|((k, l, c, _), m)| (k.clone(), *l, *c, *m))
         .collect();
-    for (key, conns, metric) in keys {
+    for (key, load, conns, metric) in keys {
         let per_route: Vec<&BTreeMap<u32, f64>> = routes
             .iter()
-            .filter_map(|r| series.get(&((key.clone(), conns, r.clone()), metric)))
+            .filter_map(|r| series.get(&((key.clone(), load, conns, r.clone()), metric)))
             .collect();
         if per_route.len() != routes.len() {
             continue;
@@ -355,7 +403,7 @@ fn add_route_means(
                 )
             })
             .collect();
-        means.insert(((key, conns, MEAN_ROUTE.into()), metric), out);
+        means.insert(((key, load, conns, MEAN_ROUTE.into()), metric), out);
     }
     series.extend(means);
 }
@@ -364,17 +412,18 @@ fn route_means(rows: &[Row], routes: &[String]) -> Vec<RouteMean> {
     if routes.len() < 2 {
         return vec![];
     }
-    let mut sums: BTreeMap<(Profile, Subject, u32), Vec<f64>> = BTreeMap::new();
+    let mut sums: BTreeMap<(Profile, Subject, LoadModel, u32), Vec<f64>> = BTreeMap::new();
     for r in rows {
-        sums.entry((r.profile, r.config.clone(), r.conns))
+        sums.entry((r.profile, r.config.clone(), r.load, r.conns))
             .or_default()
             .push(r.rps_median);
     }
     sums.into_iter()
         .filter(|(_, v)| v.len() == routes.len())
-        .map(|((profile, config, conns), v)| RouteMean {
+        .map(|((profile, config, load, conns), v)| RouteMean {
             profile,
             config,
+            load,
             conns,
             rps_mean: v.iter().sum::<f64>() / v.len() as f64,
         })

@@ -5,15 +5,14 @@ use wire::{Backend, IoUringState};
 
 use super::{Row, SATURATED};
 use crate::model::{
-    BackendSeen, Failure, Raw, ServerConfig, ServerCounters, ServerKey, Slice, Startup,
+    BackendSeen, Failure, LoadModel, Raw, ServerConfig, ServerCounters, ServerKey, Slice, Startup,
 };
 use crate::stats::median;
 
 pub(super) fn row(
     raw: &Raw,
     key: &ServerKey,
-    conns: u32,
-    route: &str,
+    (load, conns, route): (LoadModel, u32, &str),
     slices: &[&Slice],
     cpus: usize,
 ) -> Row {
@@ -97,6 +96,7 @@ pub(super) fn row(
     Row {
         profile: key.profile,
         config: key.config.clone(),
+        load,
         conns,
         route: route.to_string(),
         backend_observed: backend,

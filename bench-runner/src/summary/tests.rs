@@ -3,7 +3,8 @@ use super::*;
 use wire::{Backend, IoUringState};
 
 use crate::model::{
-    BackendSeen, Failure, FailureKind, Machine, ServerCounters, ServerRecord, Settings, Startup,
+    BackendSeen, Failure, FailureKind, LoadModel, Machine, ServerCounters, ServerRecord, Settings,
+    Startup,
 };
 
 pub fn report(requests: u64, p50: f64) -> driver::report::Report {
@@ -54,6 +55,7 @@ pub fn synthetic(
                 round,
                 position: i as u32,
                 server: k.clone(),
+                load: LoadModel::KeepAlive,
                 conns: 64,
                 route: driver::target::Route::get_root(),
                 at_s: 0.0,
@@ -86,6 +88,7 @@ pub fn synthetic(
             rounds,
             slice_s: 1.0,
             slice_warmup_s: 0.3,
+            loads: vec![LoadModel::KeepAlive],
             conns: vec![64],
             routes: vec![driver::target::Route::get_root()],
             seed: 9,
@@ -320,4 +323,59 @@ fn route_means_are_the_mean_of_the_routes() {
         .comparisons
         .iter()
         .any(|c| c.route == MEAN_ROUTE && c.metric == Metric::Rps));
+}
+
+#[test]
+fn each_load_model_is_its_own_level_and_keep_alive_keeps_its_intervals() {
+    let servers = [
+        key(Profile::Relaxed, ServerConfig::Rx),
+        key(Profile::Relaxed, ServerConfig::IoUring),
+        key(Profile::Relaxed, ServerConfig::IoUringControl),
+    ];
+    let mut raw = synthetic(
+        &servers,
+        12,
+        |k, r| {
+            5.0 + (r % 3) as f64 * 0.1
+                + f64::from(u8::from(k.config == Subject::Own(ServerConfig::Rx)))
+        },
+        |_, _| 0.99,
+    );
+    let alone = summarise(&raw);
+    let per_request: Vec<Slice> = raw
+        .slices
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            s.load = LoadModel::PerRequest;
+            // Twice the CPU per request: half the requests in the same CPU time.
+            let r = s.report.as_mut().unwrap();
+            r.requests /= 2;
+            r.requests_per_s /= 2.0;
+            s
+        })
+        .collect();
+    raw.slices.extend(per_request);
+    raw.settings.loads = vec![LoadModel::KeepAlive, LoadModel::PerRequest];
+    let both = summarise(&raw);
+    assert_eq!(both.rows.len(), 2 * alone.rows.len());
+    let keep_alive = both.for_load(LoadModel::KeepAlive);
+    assert_eq!(keep_alive.rows, alone.rows);
+    assert_eq!(keep_alive.comparisons, alone.comparisons, "the same seeds");
+    let pr = both.for_load(LoadModel::PerRequest);
+    for (a, b) in pr.rows.iter().zip(&alone.rows) {
+        let (a, b) = (a.cpu_us_per_request.unwrap(), b.cpu_us_per_request.unwrap());
+        assert!((a / b - 2.0).abs() < 0.01, "{a} vs {b}");
+    }
+    // Its comparisons pair per-request slices only, with seeds of their own.
+    assert!(!pr.comparisons.is_empty());
+    assert!(pr
+        .comparisons
+        .iter()
+        .all(|c| c.load == LoadModel::PerRequest));
+    assert!(pr
+        .resolution
+        .iter()
+        .all(|r| r.load == LoadModel::PerRequest));
+    assert!(!pr.resolution_worst.is_empty());
 }
