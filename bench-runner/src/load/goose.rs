@@ -7,7 +7,6 @@ use driver::report::Report;
 
 use super::{run_child, Load, LoadDriver, LoadError, Setup};
 use crate::engine::build;
-use crate::model::LoadModel;
 
 pub struct Goose {
     /// rxload built with its goose feature.
@@ -25,12 +24,6 @@ impl Goose {
 impl LoadDriver for Goose {
     fn name(&self) -> &'static str {
         "goose"
-    }
-
-    /// Keep-alive only: with `Connection: close` it reconnects only where the server closes,
-    /// so a server that ignores the header would be measured on kept-alive connections.
-    fn supports(&self, model: LoadModel) -> bool {
-        model == LoadModel::KeepAlive
     }
 
     fn drive(

@@ -84,8 +84,12 @@ impl Load<'_> {
 pub trait LoadDriver {
     /// As raw.json records it.
     fn name(&self) -> &'static str;
-    /// Whether it can drive `model` (asked once, before anything runs).
-    fn supports(&self, model: LoadModel) -> bool;
+    /// Whether it can drive `model` (asked once, before anything runs). Keep-alive unless a
+    /// driver says more: a child driver sent `Connection: close` reconnects only where the
+    /// server closes, so a server that ignores the header would be measured kept alive.
+    fn supports(&self, model: LoadModel) -> bool {
+        model == LoadModel::KeepAlive
+    }
     /// Drives `load` for one slice, blocking. Calls `edge` exactly twice, at the start and at
     /// the end of the measured window, so the server can be read there.
     fn drive(

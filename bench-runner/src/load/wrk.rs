@@ -5,7 +5,6 @@ use driver::report::Report;
 use driver::target::Route;
 
 use super::{run_child, Load, LoadDriver, LoadError, Setup};
-use crate::model::LoadModel;
 
 pub struct Wrk;
 
@@ -29,12 +28,6 @@ impl Wrk {
 impl LoadDriver for Wrk {
     fn name(&self) -> &'static str {
         "wrk"
-    }
-
-    /// Keep-alive only: with `Connection: close` it reconnects only where the server closes,
-    /// so a server that ignores the header would be measured on kept-alive connections.
-    fn supports(&self, model: LoadModel) -> bool {
-        model == LoadModel::KeepAlive
     }
 
     fn drive(

@@ -92,9 +92,9 @@ impl LoadModel {
     /// What a table heading says.
     pub fn describe(self) -> &'static str {
         match self {
-            LoadModel::KeepAlive => "keep-alive connections (closed loop)",
+            LoadModel::KeepAlive => "keep-alive connections, closed loop",
             LoadModel::PerRequest => {
-                "a connection per request (closed loop; connect, accept and close in every request)"
+                "a connection per request, closed loop: connect, accept and close in every request"
             }
         }
     }

@@ -4,6 +4,7 @@
 
 mod chart;
 mod csv;
+mod evidence;
 mod html;
 mod table;
 

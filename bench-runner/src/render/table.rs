@@ -1,5 +1,6 @@
 //! table.md: the seed PR's layout, every change with its paired interval, then the evidence.
 
+use super::evidence::{evidence_notes, evidence_rows};
 use crate::model::{LoadModel, Profile, Raw, ServerConfig, Subject};
 use crate::stats::{ratio_text, short_ms, short_rate};
 use crate::summary::{Comparison, Metric, Row, Summary, MEAN_ROUTE, RESOLUTION_LIMIT, SATURATED};
@@ -137,7 +138,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         let loads: Vec<String> = st
             .loads
             .iter()
-            .map(|l| format!("`{}` ({})", l.name(), l.describe()))
+            .map(|l| format!("`{}`: {}", l.name(), l.describe()))
             .collect();
         t += &format!("Load models: {}. Each is a level of the matrix like the connection count: a comparison pairs two servers under the same model, and each model has its own tables, resolution and evidence below.\n\n", loads.join("; "));
     }
@@ -363,109 +364,6 @@ Paired ratio, the server (this project's configuration, or a `--reference` serve
                 text(get(Metric::P50))
             );
         }
-    }
-    t + "\n"
-}
-
-/// The evidence table of one load model (`None`: a run of keep-alive alone, whose heading
-/// names no load).
-fn evidence_rows(s: &Summary, load: Option<LoadModel>) -> String {
-    let heading = match load {
-        None => "## Evidence".to_string(),
-        Some(l) => format!("## Evidence: load `{}`", l.name()),
-    };
-    let mut t = heading
-        + "\n\n| profile | config | route | backend observed | conns | req/s median [min–max] | CPU µs/req median [min–max] | P50 | P99 | server CPU | driver CPU | unsaturated slices | syscalls/req (epoll_ctl) | slices ok/failed | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
-    for r in &s.rows {
-        let sys = |k: &str| {
-            r.syscalls_per_request
-                .get(k)
-                .map_or("–".into(), |v| format!("{v:.3}"))
-        };
-        let notes = match (&r.flag, &r.note) {
-            (Some(f), _) => format!("⚠ {f}"),
-            (None, Some(n)) => n.clone(),
-            _ => String::new(),
-        };
-        let cpu = match (
-            r.cpu_us_per_request,
-            r.cpu_us_per_request_min,
-            r.cpu_us_per_request_max,
-        ) {
-            (Some(m), Some(lo), Some(hi)) => format!("{m:.2} [{lo:.2}–{hi:.2}]"),
-            _ => "–".into(),
-        };
-        t += &format!(
-            "| {} | {} | {} | {} io_uring={} | {} | {:.0} [{:.0}–{:.0}] | {cpu} | {} | {} | {} | {} | {} | {} ({}) | {}/{} | {} |\n",
-            r.profile.name(), r.config.name(), r.route, r.backend_observed, r.io_uring, r.conns,
-            r.rps_median, r.rps_min, r.rps_max, short_ms(r.p50_us), short_ms(r.p99_us),
-            r.server_cpu.map_or("–".into(), |c| format!("{c:.0} %")),
-            r.driver_cpu.map_or("–".into(), |c| format!("{c:.0} %")),
-            r.load_bound_rounds,
-            sys("total"), sys("epoll_ctl"), r.rounds_ok, r.rounds_failed, notes.replace('|', "/")
-        );
-    }
-    t
-}
-
-/// What the evidence tables' columns mean, the syscall profiles and the servers' records.
-fn evidence_notes(raw: &Raw) -> String {
-    let mut t = String::new();
-    t += &format!("\nsyscalls/req: the server's own counters, SIGUSR1 snapshots at the two edges of every slice diffed, summed over the cell's slices, divided by the requests the server counted in the same windows. CPU µs/req: the server's CPU time over exactly the slice (container: its cgroup's counter; native: the process CPU clock) divided by the requests the driver completed in it. Server CPU: that time as a share of the server's CPUs (driver CPU: the runner process's, driver included, as a share of the load CPUs); below {:.0} % the slice is unsaturated and its req/s is left out of the median. P50/P99: the slices' latency histograms merged.\n\n", SATURATED * 100.0);
-    t += &strace_profiles(raw);
-    t += "## Servers\n\n| server | port | start-up line | starts | events |\n| --- | --- | --- | --- | --- |\n";
-    for sv in &raw.servers {
-        t += &format!(
-            "| {} | {} | {} | {} | {} |\n",
-            sv.key,
-            sv.port,
-            sv.startup.as_ref().map_or("–", |s| s.line.as_str()),
-            sv.starts,
-            sv.events
-                .iter()
-                .map(|e| e.detail().replace('\n', " ⏎ ").replace('|', "/"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
-    t
-}
-
-/// The syscall profiles from the extra strace slices, most frequent calls first.
-fn strace_profiles(raw: &Raw) -> String {
-    let with: Vec<_> = raw
-        .servers
-        .iter()
-        .filter_map(|sv| Some((sv, sv.strace.as_ref()?)))
-        .collect();
-    if with.is_empty() {
-        return String::new();
-    }
-    let mut t = String::from("## Syscall profiles\n\nOne extra slice per server after the rounds, under `strace -c -f` (the seed PR's method), with no warm-up so that strace's count and the driver's requests cover the same load. strace slows a server down: these slices are in no figure above.\n\n| server | conns | route | requests | syscalls/req | the most frequent, per request |\n| --- | --- | --- | --- | --- | --- |\n");
-    for (sv, p) in with {
-        let per = p.per_request();
-        let mut calls: Vec<(&String, &f64)> = per.iter().filter(|(k, _)| *k != "total").collect();
-        calls.sort_by(|a, b| b.1.total_cmp(a.1));
-        let top = calls
-            .iter()
-            .take(5)
-            .map(|(k, v)| format!("{k} {v:.3}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let (total, top) = match &p.error {
-            Some(e) => (
-                "–".to_string(),
-                format!("none: {}", e.detail().replace('|', "/")),
-            ),
-            None => (
-                per.get("total").map_or("–".into(), |v| format!("{v:.3}")),
-                top,
-            ),
-        };
-        t += &format!(
-            "| {} | {} | {} | {} | {total} | {top} |\n",
-            sv.key, p.conns, p.route, p.requests
-        );
     }
     t + "\n"
 }
