@@ -111,6 +111,7 @@ pub fn run(opts: &Options) -> Result<Report, RunError> {
         errors,
         reconnects: None,
         closes: None,
+        open_loop: None,
         io_uring: None,
         // The whole attack's CPU, ramp-up and teardown included: an upper bound for the
         // measured window.

@@ -62,6 +62,11 @@ pub struct Options {
     /// end of `duration`, whichever comes first.
     pub max_requests: Option<u64>,
     pub connection: ConnMode,
+    /// Open loop: this many requests a second in all, each connection's due on a fixed
+    /// schedule, latency counted from the due time (`None`: closed loop).
+    pub rate: Option<f64>,
+    /// Open loop: a request already staler than this is shed (counted, never sent).
+    pub deadline: Option<Duration>,
 }
 
 impl Options {
@@ -95,6 +100,8 @@ impl Options {
             batch_wait: Duration::from_micros(Self::DEFAULT_BATCH_WAIT_US.into()),
             max_requests: None,
             connection: ConnMode::KeepAlive,
+            rate: None,
+            deadline: None,
         }
     }
 }
@@ -119,6 +126,8 @@ pub enum RunError {
     },
     #[error(transparent)]
     Ports(#[from] ports::PortsError),
+    #[error("{0}")]
+    Invalid(&'static str),
     #[error("{0}")]
     Engine(String),
 }
@@ -154,6 +163,9 @@ pub fn run_observed(
     let start = Instant::now();
     let measure_from = start + opts.warmup;
     let until = measure_from + opts.duration;
+    let interval = opts
+        .rate
+        .map(|rate| Duration::from_secs_f64(opts.connections as f64 / rate));
     let mut handles = Vec::new();
     for t in 0..opts.threads {
         let share =
@@ -167,10 +179,21 @@ pub fn run_observed(
             timeout: opts.timeout,
             backend: opts.backend,
             recv_multishot: opts.recv_multishot,
-            batch_wait: opts.batch_wait,
+            // An open loop's timestamps must not wait for a batch.
+            batch_wait: if interval.is_some() {
+                Duration::ZERO
+            } else {
+                opts.batch_wait
+            },
             abort: abort.clone(),
             route_offset: t,
             connection: opts.connection,
+            open: interval.map(|interval| load::OpenLoop {
+                origin: start,
+                interval,
+                phase: t as f64 / opts.threads as f64,
+                deadline: opts.deadline,
+            }),
             max_requests: opts
                 .max_requests
                 .map(|n| n / opts.threads as u64 + u64::from((t as u64) < n % opts.threads as u64)),
@@ -216,6 +239,7 @@ pub fn run_observed(
     }
 
     let mut latency = new_histogram();
+    let (mut uncorrected, mut send_lag) = (new_histogram(), new_histogram());
     let mut rates = Vec::new();
     let (mut requests_done, mut bytes, mut reconnects) = (0, 0, 0);
     let mut closes = report::Closes::default();
@@ -223,6 +247,8 @@ pub fn run_observed(
     let mut syscalls: BTreeMap<String, u64> = BTreeMap::new();
     for r in &results {
         latency.add(&r.latency).expect("same bounds");
+        uncorrected.add(&r.uncorrected).expect("same bounds");
+        send_lag.add(&r.send_lag).expect("same bounds");
         rates.extend_from_slice(&r.rate_samples);
         requests_done += r.requests;
         bytes += r.bytes;
@@ -235,6 +261,7 @@ pub fn run_observed(
         errors.write += r.errors.write;
         errors.timeout += r.errors.timeout;
         errors.status += r.errors.status;
+        errors.deadline += r.errors.deadline;
         for (name, n) in r.syscalls.since(&r.syscalls_at_start).iter() {
             *syscalls.entry(name.to_string()).or_default() += n;
         }
@@ -261,6 +288,16 @@ pub fn run_observed(
         driver_syscalls: Some(syscalls),
         latency_buckets: Some(report::LatencyBuckets::from_histogram(&latency)),
         closes: (opts.connection == ConnMode::PerRequest).then_some(closes),
+        open_loop: opts.rate.map(|target_rps| {
+            let lag = send_lag.value_at_quantile(0.99) as f64;
+            report::OpenLoop {
+                target_rps,
+                deadline_s: opts.deadline.map(|d| d.as_secs_f64()),
+                uncorrected: latency_stats(&uncorrected),
+                send_lag_p99_us: lag,
+                behind: lag > report::OpenLoop::BEHIND_US,
+            }
+        }),
     })
 }
 
@@ -271,6 +308,20 @@ fn preflight(opts: &Options) -> Result<(), RunError> {
             connections: opts.connections,
             threads: opts.threads,
         });
+    }
+    match (opts.rate, opts.deadline, opts.connection) {
+        (Some(r), _, _) if !(r.is_finite() && r > 0.0) => {
+            return Err(RunError::Invalid("--rate must be a positive number of requests a second"))
+        }
+        (Some(_), _, ConnMode::PerRequest) => {
+            return Err(RunError::Invalid(
+                "--rate with --disable-keepalive is not supported yet: an open loop paces kept-alive connections",
+            ))
+        }
+        (None, Some(_), _) => {
+            return Err(RunError::Invalid("--deadline needs --rate (it sheds requests an open loop is late with)"))
+        }
+        _ => {}
     }
     if opts.connection == ConnMode::PerRequest {
         // A run must never measure ephemeral-port exhaustion instead of the server.

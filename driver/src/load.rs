@@ -11,6 +11,8 @@
 //! to `ThreadPlan::batch_wait` — never less than the real time on the wire; no request is
 //! stamped late to flatter the figure.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +34,30 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// A turn waits for half the outstanding responses, for at most `ThreadPlan::batch_wait`: one
 /// wake-up per batch instead of one per response, and no stall with one or two connections.
 const BATCH_DIVISOR: usize = 2;
+
+/// Open loop (`--rate`): every connection's requests are due on a fixed schedule, whatever
+/// the server did with the previous ones; a late answer makes the next request late, and its
+/// latency counts from when it was due (coordinated omission corrected, as wrk2 does).
+#[derive(Clone, Copy, Debug)]
+pub struct OpenLoop {
+    /// The run's start: every due time counts from here.
+    pub origin: Instant,
+    /// Between two requests of one connection.
+    pub interval: Duration,
+    /// This thread's place among the threads (t / threads): the first due times of all
+    /// connections of all threads spread evenly over one interval.
+    pub phase: f64,
+    /// A request staler than this when its connection is free is shed, not sent.
+    pub deadline: Option<Duration>,
+}
+
+impl OpenLoop {
+    /// When the `k`-th request of connection `slot` (of this thread's `n`) is due.
+    pub fn due(&self, slot: usize, n: usize, k: u64) -> Instant {
+        let offset = (slot as f64 + self.phase) / n.max(1) as f64;
+        self.origin + self.interval.mul_f64(k as f64 + offset)
+    }
+}
 
 /// What one load thread does.
 #[derive(Clone)]
@@ -56,6 +82,7 @@ pub struct ThreadPlan {
     /// Stop after this many complete responses (this thread's share of `--requests`).
     pub max_requests: Option<u64>,
     pub connection: ConnMode,
+    pub open: Option<OpenLoop>,
 }
 
 pub struct ThreadResult {
@@ -66,8 +93,12 @@ pub struct ThreadResult {
     /// mode's own closes, which are in `closes`).
     pub reconnects: u64,
     pub closes: Closes,
-    /// Microseconds.
+    /// Microseconds; open loop: from each request's due time.
     pub latency: Histogram<u64>,
+    /// Open loop: from each request's actual send.
+    pub uncorrected: Histogram<u64>,
+    /// Open loop: how late each request was sent after it was due and its connection free.
+    pub send_lag: Histogram<u64>,
     /// Requests per second, one sample per 100 ms of the measured period.
     pub rate_samples: Vec<f64>,
     pub syscalls: SyscallCounts,
@@ -93,6 +124,12 @@ struct Slot {
     route: usize,
     retry_at: Option<Instant>,
     connect_at: Option<Instant>,
+    /// Open loop: the index of the slot's next request on the schedule...
+    seq: u64,
+    /// ...the due time of the one on the wire...
+    due: Option<Instant>,
+    /// ...and when the connection was last free to send (a response or the connect done).
+    free_at: Option<Instant>,
 }
 
 pub fn new_histogram() -> Histogram<u64> {
@@ -110,6 +147,8 @@ struct Load {
     sent: u64,
     /// Requests on the wire without their whole response yet.
     awaiting: usize,
+    /// Open loop: idle slots by the due time of their next request.
+    waiting: BinaryHeap<Reverse<(Instant, usize)>>,
     out: ThreadResult,
 }
 
@@ -138,6 +177,7 @@ pub fn run_thread(plan: ThreadPlan) -> Result<ThreadResult, String> {
         recording: false,
         sent: 0,
         awaiting: 0,
+        waiting: BinaryHeap::new(),
         out: ThreadResult {
             requests: 0,
             bytes: 0,
@@ -145,6 +185,8 @@ pub fn run_thread(plan: ThreadPlan) -> Result<ThreadResult, String> {
             reconnects: 0,
             closes: Closes::default(),
             latency: new_histogram(),
+            uncorrected: new_histogram(),
+            send_lag: new_histogram(),
             rate_samples: Vec::new(),
             syscalls: SyscallCounts::default(),
             syscalls_at_start: SyscallCounts::default(),
@@ -191,9 +233,11 @@ impl Load {
                 self.check_timeouts_and_retries(now);
                 next_tick = now + SAMPLE_EVERY;
             }
-            let wait = next_tick
-                .min(self.plan.until)
-                .saturating_duration_since(now);
+            let mut wake = next_tick.min(self.plan.until);
+            if let Some(Reverse((due, _))) = self.waiting.peek() {
+                wake = wake.min(*due);
+            }
+            let wait = wake.saturating_duration_since(now);
             // The reactor ignores the batch when `batch_wait` is zero.
             let batch = (self.awaiting / BATCH_DIVISOR).max(1);
             if self
@@ -207,6 +251,7 @@ impl Load {
             for event in events.drain(..) {
                 self.on_event(event, now);
             }
+            self.send_due(now);
         }
         self.out.syscalls = self.reactor.counts();
         if !self.recording {
@@ -226,6 +271,8 @@ impl Load {
             self.out.closes.opened = self.slots.iter().filter(|s| s.conn.is_some()).count() as u64;
         }
         self.out.latency.reset();
+        self.out.uncorrected.reset();
+        self.out.send_lag.reset();
         self.out.syscalls_at_start = self.reactor.counts();
     }
 
@@ -336,9 +383,64 @@ impl Load {
         }
     }
 
+    /// Open loop: the idle slots whose next request is due now.
+    fn send_due(&mut self, now: Instant) {
+        while let Some(&Reverse((due, i))) = self.waiting.peek() {
+            if due > now {
+                return;
+            }
+            self.waiting.pop();
+            let s = &self.slots[i];
+            // Still idle and still waiting for that request (a reconnect may have queued
+            // the slot again meanwhile).
+            let idle = s.conn.is_some() && !s.connecting && s.sent_at.is_none();
+            if idle && self.next_due(i) == Some(due) {
+                self.send_next(i, now);
+            }
+        }
+    }
+
+    fn next_due(&self, i: usize) -> Option<Instant> {
+        let open = self.plan.open?;
+        Some(open.due(i, self.slots.len(), self.slots[i].seq))
+    }
+
+    /// Open loop: whether slot `i`'s next request is due now — shedding those past the
+    /// deadline, and queueing the slot until its next one otherwise. Closed loop: always.
+    fn due_now(&mut self, i: usize, now: Instant) -> bool {
+        let Some(open) = self.plan.open else {
+            return true;
+        };
+        let n = self.slots.len();
+        loop {
+            let slot = &mut self.slots[i];
+            let due = open.due(i, n, slot.seq);
+            if due > now {
+                self.waiting.push(Reverse((due, i)));
+                return false;
+            }
+            slot.seq += 1;
+            if open.deadline.is_some_and(|d| now.duration_since(due) > d) {
+                self.out.errors.deadline += u64::from(self.recording);
+                continue;
+            }
+            slot.due = Some(due);
+            if self.recording {
+                let free = slot.free_at.map_or(due, |f| f.max(due));
+                let lag = now.saturating_duration_since(free).as_micros().max(1) as u64;
+                let _ = self.out.send_lag.record(lag.min(3_600_000_000));
+            }
+            return true;
+        }
+    }
+
     fn send_next(&mut self, i: usize, now: Instant) {
         if self.budget_spent() {
             return; // this connection's loop ends here
+        }
+        let ready = self.slots[i].conn.is_some() && self.slots[i].tx.is_some();
+        if ready && !self.due_now(i, now) {
+            return; // queued until its request is due
         }
         let requests = &self.plan.requests;
         let slot = &mut self.slots[i];
@@ -370,6 +472,7 @@ impl Load {
                 }
                 let slot = &mut self.slots[i];
                 slot.connecting = false;
+                slot.free_at = Some(now);
                 let rx = slot
                     .rx
                     .take()
@@ -466,10 +569,15 @@ impl Load {
     }
 
     fn complete(&mut self, i: usize, status: u16, now: Instant) {
-        let mut sent_at = self.set_sent(i, None);
-        if self.plan.connection == ConnMode::PerRequest {
-            sent_at = self.slots[i].connect_at; // the connect is part of the request
-        }
+        let sent_at = self.set_sent(i, None);
+        let slot = &mut self.slots[i];
+        slot.free_at = Some(now);
+        let due = slot.due.take();
+        let from = match (self.plan.connection, due) {
+            (_, Some(due)) => Some(due), // open loop: from when it was due
+            (ConnMode::PerRequest, None) => slot.connect_at, // the connect is part of it
+            (ConnMode::KeepAlive, None) => sent_at,
+        };
         if !self.recording {
             return;
         }
@@ -477,9 +585,12 @@ impl Load {
         if !(200..400).contains(&status) {
             self.out.errors.status += 1;
         }
-        if let Some(t) = sent_at {
-            let us = now.duration_since(t).as_micros().max(1) as u64;
-            let _ = self.out.latency.record(us.min(3_600_000_000));
+        let us = |t: Instant| (now.duration_since(t).as_micros().max(1) as u64).min(3_600_000_000);
+        if let Some(t) = from {
+            let _ = self.out.latency.record(us(t));
+        }
+        if let (Some(_), Some(t)) = (due, sent_at) {
+            let _ = self.out.uncorrected.record(us(t));
         }
     }
 }

@@ -11,6 +11,10 @@ pub struct Errors {
     pub timeout: u64,
     /// Responses outside 2xx/3xx.
     pub status: u64,
+    /// Open loop with `--deadline`: requests already staler than the deadline when their
+    /// connection was free, shed without touching the wire.
+    #[serde(default)]
+    pub deadline: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -41,6 +45,28 @@ pub struct Closes {
     /// Responses after which the server would have kept the connection open: the client
     /// closed it.
     pub client: u64,
+}
+
+/// Open loop (`--rate`): the schedule, what it achieved, and the latency both ways. The
+/// report's `latency` (and its buckets) is the corrected one, from each request's due time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    /// The requested rate, all connections together.
+    pub target_rps: f64,
+    pub deadline_s: Option<f64>,
+    /// Latency from the actual send (what a closed-loop driver would report).
+    pub uncorrected: Latency,
+    /// How late the driver sent a request after it was due and its connection free: its
+    /// own loop's delay (P99, µs).
+    pub send_lag_p99_us: f64,
+    /// The driver fell behind its schedule (`send_lag_p99_us` over
+    /// [`OpenLoop::BEHIND_US`]): the slice measured the driver, not the server.
+    pub behind: bool,
+}
+
+impl OpenLoop {
+    /// Send lag (P99) over which a run is marked behind: twice epoll's 1 ms timer grain.
+    pub const BEHIND_US: f64 = 2000.0;
 }
 
 /// Per-thread requests-per-second samples (wrk's "Req/Sec" row).
@@ -89,6 +115,9 @@ pub struct Report {
     /// Latency there runs from the connect to the response's last byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closes: Option<Closes>,
+    /// Open loop only (`--rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
 }
 
 /// A latency histogram reduced to two significant digits (1 % wide buckets): `(upper value
@@ -240,6 +269,20 @@ impl Report {
         if e.status > 0 {
             s += &format!("  Non-2xx or 3xx responses: {}\n", e.status);
         }
+        if let Some(o) = &self.open_loop {
+            s += &format!(
+                "  Open loop: target {:.0} req/s, achieved {:.0}; uncorrected latency P50 {}, P99 {}; send lag P99 {}{}\n",
+                o.target_rps,
+                self.requests_per_s,
+                time_us(o.uncorrected.p50_us),
+                time_us(o.uncorrected.p99_us),
+                time_us(o.send_lag_p99_us),
+                if o.behind { " — BEHIND SCHEDULE: this run measured the driver" } else { "" }
+            );
+            if e.deadline > 0 {
+                s += &format!("  Shed past the deadline: {}\n", e.deadline);
+            }
+        }
         if let Some(c) = &self.closes {
             s += &format!(
                 "  A connection per request: {} opened; closed by the server {}, by the client {}\n",
@@ -303,6 +346,7 @@ pub fn parse_wrk_text(text: &str) -> Result<Report, ParseError> {
         errors: Errors::default(),
         reconnects: None,
         closes: None,
+        open_loop: None,
         io_uring: None,
         driver_cpu_s: None,
         driver_syscalls: None,
@@ -451,7 +495,8 @@ Transfer/sec:      9.51MB
                 read: 3,
                 write: 0,
                 timeout: 2,
-                status: 17
+                status: 17,
+                deadline: 0
             }
         );
         assert!((r.requests_per_s - 136578.28).abs() < 1e-9);

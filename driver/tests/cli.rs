@@ -223,3 +223,25 @@ fn disable_keepalive_says_who_closed_in_text_and_json_and_still_parses_as_wrk() 
     assert_eq!((closes.server, closes.client), (30, 0));
     assert_eq!(server.counts.lock().unwrap().most_on_a_connection, 1);
 }
+
+#[test]
+fn rate_prints_the_open_loop_line_and_json_carries_both_latencies() {
+    let server = TestServer::start(Mode::Length);
+    let url = server.url("/");
+    let out = rxload(&["-t1", "-c4", "-d1s", "-R", "400", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("  Open loop: target 400 req/s, achieved "),
+        "{text}"
+    );
+    assert!(driver::report::parse_wrk_text(&text).unwrap().requests > 0);
+    let json = rxload(&["-t1", "-c4", "-d1s", "-R", "400", "--json", &url]);
+    let report: driver::report::Report = serde_json::from_slice(&json.stdout).unwrap();
+    let open = report.open_loop.expect("open-loop report");
+    assert_eq!(open.target_rps, 400.0);
+    assert!(open.uncorrected.p50_us > 0.0, "{open:?}");
+    let bad = rxload(&["-R", "100", "--disable-keepalive", &url]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not supported yet"));
+}

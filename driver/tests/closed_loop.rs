@@ -37,6 +37,8 @@ fn options(url: &str, (backend, recv_multishot): Engine) -> Options {
         backend,
         max_requests: None,
         connection: ConnMode::KeepAlive,
+        rate: None,
+        deadline: None,
     }
 }
 

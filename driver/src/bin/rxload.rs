@@ -40,6 +40,7 @@ Examples:
   rxload -t1 -c64 -d10s --latency http://127.0.0.1:3000/
   rxload -c256 -d15s --routes GET:/,GET:/user/0,POST:/user --json http://127.0.0.1:3000/
   rxload -t1 -c64 -d10s --disable-keepalive http://127.0.0.1:3000/
+  rxload -t1 -c64 -d10s -R 50000 --deadline 100ms --latency http://127.0.0.1:3000/
 
 Load only servers you run yourself."
 )]
@@ -82,6 +83,16 @@ struct Cli {
     /// who closed. Checks first that the kernel reuses closed client ports (tcp_tw_reuse)
     #[arg(long)]
     disable_keepalive: bool,
+    /// Open loop: this many requests a second in all (wrk2's -R), each connection's due on
+    /// a fixed schedule whatever the server did with the last; latency counts from when a
+    /// request was due (coordinated omission corrected) and the uncorrected figure is beside
+    /// it. No batched waits in this mode
+    #[arg(short = 'R', long)]
+    rate: Option<f64>,
+    /// Open loop: a request already staler than this when its connection is free is shed
+    /// (counted, never sent), as zrk's --deadline
+    #[arg(long, value_parser = duration)]
+    deadline: Option<Duration>,
     /// Stop after this many complete responses in all (or at the end of --duration)
     #[arg(short = 'n', long)]
     requests: Option<u64>,
@@ -187,6 +198,8 @@ fn run(cli: Cli) -> Result<(), RunError> {
         routes,
         body: cli.body.into_bytes(),
         max_requests: cli.requests,
+        rate: cli.rate,
+        deadline: cli.deadline,
         connection: if cli.disable_keepalive {
             ConnMode::PerRequest
         } else {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,8 @@ pub struct Counts {
 pub struct TestServer {
     pub addr: SocketAddr,
     pub counts: Arc<Mutex<Counts>>,
+    /// Every answer passes through it: held, it stalls the whole server.
+    gate: Arc<RwLock<()>>,
 }
 
 impl TestServer {
@@ -41,16 +43,23 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let counts = Arc::new(Mutex::new(Counts::default()));
-        let c = counts.clone();
+        let gate = Arc::new(RwLock::new(()));
+        let (c, g) = (counts.clone(), gate.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
                 c.lock().unwrap().connections += 1;
-                let c = c.clone();
-                std::thread::spawn(move || serve(stream, mode, c));
+                let (c, g) = (c.clone(), g.clone());
+                std::thread::spawn(move || serve(stream, mode, c, g));
             }
         });
-        TestServer { addr, counts }
+        TestServer { addr, counts, gate }
+    }
+
+    /// Answers nothing for `d` (requests still arrive), then everything held at once.
+    pub fn stall(&self, d: Duration) {
+        let _held = self.gate.write().unwrap();
+        std::thread::sleep(d);
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -62,7 +71,7 @@ impl TestServer {
     }
 }
 
-fn serve(stream: TcpStream, mode: Mode, counts: Arc<Mutex<Counts>>) {
+fn serve(stream: TcpStream, mode: Mode, counts: Arc<Mutex<Counts>>, gate: Arc<RwLock<()>>) {
     stream.set_nodelay(true).unwrap();
     let mut out = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
@@ -125,6 +134,7 @@ fn serve(stream: TcpStream, mode: Mode, counts: Arc<Mutex<Counts>>) {
             Mode::Chunked => format!("HTTP/1.1 {status}\r\nTransfer-Encoding: chunked\r\n\r\n1\r\no\r\n1\r\nk\r\n0\r\n\r\n"),
             Mode::Close => format!("HTTP/1.1 {status}\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"),
         };
+        let _open = gate.read().unwrap();
         if out.write_all(response.as_bytes()).is_err() || mode == Mode::Close {
             return;
         }
