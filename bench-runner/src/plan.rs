@@ -214,10 +214,18 @@ impl Plan {
     /// What `--dry-run` prints.
     pub fn describe(&self) -> String {
         let mut s = format!(
-            "plan: {} resident servers x {} load models ({}) x {} connection levels x {} routes = {} cells; {} rounds = {} slices\n",
+            "plan: {} resident servers x {}{} connection levels x {} routes = {} cells; {} rounds = {} slices\n",
             self.servers.len(),
-            self.loads.len(),
-            self.loads.iter().map(|l| l.name()).collect::<Vec<_>>().join(", "),
+            // Keep-alive alone is the plan of the runs before the load axis: not named.
+            if self.loads == [LoadModel::KeepAlive] {
+                String::new()
+            } else {
+                format!(
+                    "{} load models ({}) x ",
+                    self.loads.len(),
+                    self.loads.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
+                )
+            },
             self.conns.len(),
             self.routes.len(),
             self.cells().len(),
@@ -419,7 +427,7 @@ mod tests {
         let p = plan(5);
         assert_eq!(p.eta(), Duration::from_millis(1340) * 720);
         let text = p.describe();
-        assert!(text.contains("6 resident servers x 1 load models (keepalive) x 3 connection levels x 2 routes = 36 cells; 20 rounds = 720 slices"), "{text}");
+        assert!(text.contains("6 resident servers x 3 connection levels x 2 routes = 36 cells; 20 rounds = 720 slices"), "{text}");
         assert!(text.contains("ETA: about 16 min 04 s"), "{text}");
         assert!(text.contains("seed 5"));
     }
