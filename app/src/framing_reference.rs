@@ -132,6 +132,14 @@ fn request(stream: &[u8], at: usize, max_body: u64) -> Step {
     if !host_acceptable(&fields, version) {
         return Step::Refuse;
     }
+    // A method outside RFC 9110 §9 and RFC 5789 is refused (501): nothing after it is read.
+    const KNOWN: [&[u8]; 9] = [
+        b"GET", b"HEAD", b"POST", b"PUT", b"DELETE", b"CONNECT", b"OPTIONS", b"TRACE", b"PATCH",
+    ];
+    let method = line.split(|&b| b == b' ').next().unwrap_or(b"");
+    if !KNOWN.contains(&method) {
+        return Step::Refuse;
+    }
     let tokens = list(&fields, "connection");
     let close = tokens.iter().any(|t| t.eq_ignore_ascii_case(b"close"))
         || (version == 0 && !tokens.iter().any(|t| t.eq_ignore_ascii_case(b"keep-alive")));
@@ -522,6 +530,9 @@ mod tests {
             "GET / HTTP/1.1\r\nHost: a\r\nDummy: x\nContent-Length: 23\r\n\r\nGET / HTTP/1.1\r\nDummy: GET /admin HTTP/1.1\r\nHost: a\r\n\r\n".into(),
             "GET / HTTP/1.1\nHost: t\n\nGET / HTTP/1.1\nHost: t\n\n".into(),
             format!("\r\n{GET}"), // one empty CRLF line before the request is allowed
+            // A method no RFC defines is refused, with its body and all that follows.
+            format!("MKCOLA /user HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc{GET}"),
+            format!("get / HTTP/1.1\r\nHost: t\r\n\r\n{GET}"),
         ] {
             check_against_reference(stream.as_bytes());
         }

@@ -427,6 +427,12 @@ impl Head {
         if chunked && version == 0 {
             return Err(400); // RFC 9112 §6.1: Transfer-Encoding on 1.0 is faulty framing
         }
+        // RFC 9110 §9.1: an origin server SHOULD answer 501 to a method it does not
+        // recognise. Refused (and closed) like the other 501, last, so that a framing fault
+        // is still a 400. A standard method outside the contract is a 404 (`route`).
+        if !standard_method(req.method.unwrap_or("")) {
+            return Err(501);
+        }
         let keep_alive = !close && (version == 1 || keep_alive_token);
         Ok(Head {
             version,
@@ -439,6 +445,14 @@ impl Head {
             },
         })
     }
+}
+
+/// The methods of RFC 9110 §9 and PATCH (RFC 5789): the ones this server recognises.
+fn standard_method(m: &str) -> bool {
+    matches!(
+        m,
+        "GET" | "HEAD" | "POST" | "PUT" | "DELETE" | "CONNECT" | "OPTIONS" | "TRACE" | "PATCH"
+    )
 }
 
 /// `uri-host [ ":" port ]` (RFC 9110 §7.2): a reg-name, IPv4 or bracketed IP literal. Empty is
@@ -744,10 +758,28 @@ mod tests {
             "POST / ",
             "PUT /user ",
             "GET /user ",
+            "DELETE /user/1 ",
+            "OPTIONS * ",
         ] {
             let req = format!("{miss}HTTP/1.1\r\nHost: t\r\n\r\n");
             assert_eq!(statuses(&run(req.as_bytes()).0), ["404"], "{miss}");
         }
+        // A method no RFC defines: 501, and nothing after it is answered.
+        for method in ["MKCOLA", "ANNOUNCE", "get", "BREW"] {
+            let req =
+                format!("{method} / HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
+            assert_eq!(
+                answers(req.as_bytes()),
+                (vec!["501".to_string()], After::Close),
+                "{method}"
+            );
+        }
+        // A framing fault is still a 400 whatever the method.
+        assert_eq!(
+            statuses(&run(b"BREW / HTTP/1.1\r\n\r\n").0),
+            ["400"],
+            "no Host"
+        );
         assert_eq!(
             run(b"GET /user/7?x=1 HTTP/1.1\r\nHost: t\r\n\r\n")
                 .0
