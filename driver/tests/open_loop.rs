@@ -82,11 +82,8 @@ fn the_achieved_rate_is_the_target_when_the_server_keeps_up() {
     }
 }
 
-#[test]
-fn a_stalled_server_shows_in_the_corrected_latency_not_in_the_uncorrected() {
-    let _one = one_at_a_time();
-    let server = Arc::new(TestServer::start(Mode::Length));
-    let opts = options(&server, BackendChoice::IoUring, 2000.0);
+/// `opts` run while the server stalls for 200 ms from 600 ms in.
+fn run_with_a_stall(server: &Arc<TestServer>, opts: &Options) -> report::Report {
     let stall = {
         let server = server.clone();
         std::thread::spawn(move || {
@@ -94,8 +91,17 @@ fn a_stalled_server_shows_in_the_corrected_latency_not_in_the_uncorrected() {
             server.stall(Duration::from_millis(200));
         })
     };
-    let r = run(&opts);
+    let r = run(opts);
     stall.join().unwrap();
+    r
+}
+
+#[test]
+fn a_stalled_server_shows_in_the_corrected_latency_not_in_the_uncorrected() {
+    let _one = one_at_a_time();
+    let server = Arc::new(TestServer::start(Mode::Length));
+    let opts = options(&server, BackendChoice::IoUring, 2000.0);
+    let r = run_with_a_stall(&server, &opts);
     let open = r.open_loop.unwrap();
     // 200 ms of a 1.5 s run: ~13 % of the requests were due while nothing was answered, so
     // the corrected P99 is near the stall and its P90 well above the unloaded latency...
@@ -117,15 +123,7 @@ fn a_deadline_sheds_what_is_too_late_and_counts_it_as_an_error_not_a_latency() {
     let server = Arc::new(TestServer::start(Mode::Length));
     let mut opts = options(&server, BackendChoice::IoUring, 2000.0);
     opts.deadline = Some(Duration::from_millis(50));
-    let stall = {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(600));
-            server.stall(Duration::from_millis(200));
-        })
-    };
-    let r = run(&opts);
-    stall.join().unwrap();
+    let r = run_with_a_stall(&server, &opts);
     // About 150 ms of the stall's requests were past 50 ms when their connection came free.
     assert!((150..=450).contains(&r.errors.deadline), "{:?}", r.errors);
     // Nothing recorded waited much longer than the stall's tail plus the deadline.
