@@ -21,11 +21,29 @@ pub(super) fn evidence_rows(s: &Summary, load: Option<LoadModel>) -> String {
                 .get(k)
                 .map_or("–".into(), |v| format!("{v:.3}"))
         };
-        let notes = match (&r.flag, &r.note) {
+        let mut notes = match (&r.flag, &r.note) {
             (Some(f), _) => format!("⚠ {f}"),
             (None, Some(n)) => n.clone(),
             _ => String::new(),
         };
+        if let Some(share) = r.server_closed {
+            let closes = if share >= 0.5 {
+                format!(
+                    "the server closed {:.0} % of the connections",
+                    share * 100.0
+                )
+            } else {
+                format!(
+                    "the server kept {:.0} % of the connections open despite `Connection: close` (the client closed them)",
+                    (1.0 - share) * 100.0
+                )
+            };
+            notes = if notes.is_empty() {
+                closes
+            } else {
+                format!("{notes}; {closes}")
+            };
+        }
         let cpu = match (
             r.cpu_us_per_request,
             r.cpu_us_per_request_min,

@@ -91,6 +91,11 @@ pub struct Row {
     /// The server's counters summed over the slices, divided by its requests; by syscall,
     /// with `total` and `epoll_ctl`.
     pub syscalls_per_request: BTreeMap<String, f64>,
+    /// A connection per request: the share of connections the server closed itself (its
+    /// response announced the close); the client closed the rest, which the server would
+    /// have kept open despite `Connection: close`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_closed: Option<f64>,
     /// Set when the row did not run what its configuration claims (never silently published).
     pub flag: Option<String>,
     /// Set when the backend differs from the intent for a reason the profile explains.

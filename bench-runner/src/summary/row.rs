@@ -124,6 +124,7 @@ pub(super) fn row(
         ),
         load_bound_rounds: unsaturated as u32,
         syscalls_per_request: counters.per_request(),
+        server_closed: server_closed(&ok),
         flag,
         note,
     }
@@ -157,4 +158,13 @@ fn judge(config: ServerConfig, startup: &Startup) -> (Option<String>, Option<Str
         )),
         None,
     )
+}
+
+/// Over the slices' closes (a connection per request), the share the server closed.
+fn server_closed(slices: &[&Slice]) -> Option<f64> {
+    let (server, client) = slices
+        .iter()
+        .filter_map(|s| s.report.as_ref()?.closes)
+        .fold((0, 0), |(a, b), c| (a + c.server, b + c.client));
+    (server + client > 0).then(|| server as f64 / (server + client) as f64)
 }

@@ -352,6 +352,13 @@ fn each_load_model_is_its_own_level_and_keep_alive_keeps_its_intervals() {
             let r = s.report.as_mut().unwrap();
             r.requests /= 2;
             r.requests_per_s /= 2.0;
+            // rx keeps its connections open (the client closes), io_uring closes them.
+            let by_server = s.server.config != Subject::Own(ServerConfig::Rx);
+            r.closes = Some(driver::report::Closes {
+                opened: r.requests,
+                server: if by_server { r.requests } else { 0 },
+                client: if by_server { 0 } else { r.requests },
+            });
             s
         })
         .collect();
@@ -366,6 +373,15 @@ fn each_load_model_is_its_own_level_and_keep_alive_keeps_its_intervals() {
     for (a, b) in pr.rows.iter().zip(&alone.rows) {
         let (a, b) = (a.cpu_us_per_request.unwrap(), b.cpu_us_per_request.unwrap());
         assert!((a / b - 2.0).abs() < 0.01, "{a} vs {b}");
+    }
+    assert!(keep_alive.rows.iter().all(|r| r.server_closed.is_none()));
+    for r in &pr.rows {
+        let expected = if r.config == Subject::Own(ServerConfig::Rx) {
+            0.0
+        } else {
+            1.0
+        };
+        assert_eq!(r.server_closed, Some(expected), "{:?}", r.config);
     }
     // Its comparisons pair per-request slices only, with seeds of their own.
     assert!(!pr.comparisons.is_empty());
