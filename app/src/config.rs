@@ -1,5 +1,6 @@
 //! The server's knobs, all from the environment (docs/runtime-config.md lists each one).
 
+use std::net::Ipv4Addr;
 use std::time::Duration;
 use wire::knobs;
 
@@ -7,6 +8,8 @@ use reactor::{BackendChoice, EpollMode};
 
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The address every worker binds (all, by default; tests bind 127.0.0.1).
+    pub bind: Ipv4Addr,
     pub port: u16,
     /// `None`: one per CPU in the process's affinity mask.
     pub workers: Option<usize>,
@@ -100,7 +103,16 @@ impl Config {
             None => None,
             Some(_) => Some(number(knobs::WORKERS, 1, 1024, 1)? as usize),
         };
+        let bind = match read(knobs::BIND) {
+            None => Ipv4Addr::UNSPECIFIED,
+            Some((knob, v)) => v.trim().parse().map_err(|_| BadKnob {
+                knob,
+                value: v,
+                expected: "an IPv4 address (0.0.0.0 for all, 127.0.0.1 for loopback only)".into(),
+            })?,
+        };
         Ok(Config {
+            bind,
             port: number(knobs::PORT, 0, 65535, 3000)? as u16,
             workers,
             pin,
@@ -138,6 +150,7 @@ mod tests {
     fn defaults() {
         let c = with(&[]).unwrap();
         assert_eq!((c.port, c.workers, c.pin), (3000, None, false));
+        assert_eq!(c.bind, Ipv4Addr::UNSPECIFIED);
         assert_eq!(
             (c.backend, c.epoll_mode),
             (BackendChoice::Auto, EpollMode::Rx)
@@ -163,9 +176,11 @@ mod tests {
             ("APP_PIN", "1"),
             ("APP_BACKEND", "epoll"),
             ("APP_EPOLL_MODE", "legacy"),
+            ("APP_BIND", "127.0.0.1"),
         ])
         .unwrap();
         assert_eq!((c.port, c.workers, c.pin), (8080, Some(3), true));
+        assert_eq!(c.bind, Ipv4Addr::LOCALHOST);
         assert_eq!(
             (c.backend, c.epoll_mode),
             (BackendChoice::Epoll, EpollMode::Legacy)

@@ -34,13 +34,13 @@ server: the-benchmarker/web-frameworks contract (GET /, GET /user/:id, POST /use
 rxbench reactor (io_uring, or epoll in rx / oneshot / legacy mode).
 
 usage:
-  server                      serve on 0.0.0.0:$APP_PORT until SIGTERM or SIGINT
+  server                      serve on $APP_BIND:$APP_PORT until SIGTERM or SIGINT
                               (SIGUSR1: print the counters line and keep serving)
   server --healthcheck [URL]  GET URL (default http://127.0.0.1:$APP_PORT/); exit 0 on 2xx
   server --help
 
 Configuration is read from the environment; see docs/runtime-config.md:
-  APP_PORT (3000), APP_WORKERS (CPUs in the affinity mask), APP_PIN (0),
+  APP_BIND (0.0.0.0), APP_PORT (3000), APP_WORKERS (CPUs in the affinity mask), APP_PIN (0),
   APP_BACKEND (auto|io_uring|epoll), APP_EPOLL_MODE (rx|oneshot|legacy),
   APP_HEADER_TIMEOUT (10 s), APP_KEEPALIVE_TIMEOUT (15 s), APP_SEND_TIMEOUT (30 s),
   APP_MAX_BODY (1048576 bytes), APP_RECV_BUFFER (2048 bytes), APP_RECV_MULTISHOT (1).";
@@ -70,11 +70,11 @@ fn main() {
     std::process::exit(code);
 }
 
-fn listener(port: u16) -> std::io::Result<Socket> {
+fn listener(addr: SocketAddr) -> std::io::Result<Socket> {
     let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
-    socket.bind(&SocketAddr::from(([0, 0, 0, 0], port)).into())?;
+    socket.bind(&addr.into())?;
     socket.listen(4096)?;
     Ok(socket)
 }
@@ -135,16 +135,17 @@ fn serve() -> Result<(), String> {
 
     // Bind every listener before any worker starts, so a port in use is reported at once and
     // APP_PORT=0 means one ephemeral port shared by all workers.
-    let first =
-        listener(config.port).map_err(|e| format!("binding 0.0.0.0:{}: {e}", config.port))?;
+    let wanted = SocketAddr::from((config.bind, config.port));
+    let first = listener(wanted).map_err(|e| format!("binding {wanted}: {e}"))?;
     let port = first
         .local_addr()
         .ok()
         .and_then(|a| a.as_socket())
         .map_or(config.port, |a| a.port());
+    let addr = SocketAddr::from((config.bind, port));
     let mut listeners = vec![first];
     for _ in 1..workers {
-        listeners.push(listener(port).map_err(|e| format!("binding 0.0.0.0:{port}: {e}"))?);
+        listeners.push(listener(addr).map_err(|e| format!("binding {addr}: {e}"))?);
     }
 
     let (snapshot_tx, snapshot_rx) = mpsc::channel::<(usize, Stats)>();
@@ -212,7 +213,7 @@ fn serve() -> Result<(), String> {
         .unzip();
     let report = reports.into_iter().next().ok_or("no worker started")?;
     let startup = wire::StartupLine {
-        addr: format!("0.0.0.0:{port}"),
+        addr: addr.to_string(),
         workers: workers as u32,
         nofile: Some(nofile),
         backend: report.backend(),

@@ -22,6 +22,7 @@ fn a_bad_knob_is_a_start_up_error_that_names_it() {
         ("APP_EPOLL_MODE", "turbo"),
         ("APP_PORT", "99999"),
         ("APP_PIN", "maybe"),
+        ("APP_BIND", "localhost"),
     ] {
         let out = Command::new(SERVER).env(knob, value).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{knob}");
@@ -331,6 +332,7 @@ fn workers_default_to_the_affinity_mask_and_share_one_port() {
     // Signalled once it has said it listens (a fixed delay loses the race on a loaded machine).
     let mut child = Command::new("taskset")
         .args(["-c", "0", SERVER])
+        .env("APP_BIND", "127.0.0.1")
         .env("APP_PORT", "0")
         .env_remove("APP_WORKERS")
         .stdout(std::process::Stdio::piped())
@@ -456,6 +458,7 @@ fn help_explains_the_knobs() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for knob in [
+        "APP_BIND",
         "APP_PORT",
         "APP_WORKERS",
         "APP_BACKEND",

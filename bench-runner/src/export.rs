@@ -148,7 +148,8 @@ reactor: io_uring, or edge-triggered epoll registered once per connection.
 
 | knob | default | meaning |
 | --- | --- | --- |
-| `APP_PORT` | `3000` | port, bound on 0.0.0.0 by every worker (`SO_REUSEPORT`) |
+| `APP_BIND` | `0.0.0.0` | IPv4 address every worker binds |
+| `APP_PORT` | `3000` | port, bound on `APP_BIND` by every worker (`SO_REUSEPORT`) |
 | `APP_WORKERS` | CPUs in the affinity mask | worker threads, one reactor each |
 | `APP_PIN` | `0` | `1`: pin worker *i* to the *i*-th allowed CPU |
 | `APP_BACKEND` | `auto` | `auto`, `io_uring` (refuse to start without it), `epoll` |

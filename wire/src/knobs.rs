@@ -9,6 +9,8 @@ pub const BACKEND: &str = "APP_BACKEND";
 /// `rx` | `oneshot` | `legacy`.
 pub const EPOLL_MODE: &str = "APP_EPOLL_MODE";
 pub const PORT: &str = "APP_PORT";
+/// The IPv4 address every worker binds (`0.0.0.0`: all).
+pub const BIND: &str = "APP_BIND";
 pub const WORKERS: &str = "APP_WORKERS";
 pub const PIN: &str = "APP_PIN";
 pub const RECV_MULTISHOT: &str = "APP_RECV_MULTISHOT";

@@ -41,7 +41,9 @@ impl Server {
                 c
             }
         };
-        cmd.env("APP_PORT", "0")
+        // Loopback only: a test's server is no one else's to reach.
+        cmd.env("APP_BIND", "127.0.0.1")
+            .env("APP_PORT", "0")
             .env("APP_WORKERS", "1")
             .envs(launch.env.iter().copied())
             .stdout(Stdio::piped())
@@ -61,7 +63,7 @@ impl Server {
         stderr.read_line(&mut first_line).unwrap();
         let first_line = first_line.trim_end().to_string();
         let port = first_line
-            .strip_prefix("server listening on 0.0.0.0:")
+            .strip_prefix("server listening on 127.0.0.1:")
             .and_then(|rest| rest.split_whitespace().next())
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("unexpected first line: {first_line:?}"));
