@@ -8,7 +8,9 @@
 //! runner) as a path dependency whose manifest `files` lists; config.yaml and a README for
 //! the entry's reviewers come beside them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::file::{self, FileError};
 
 /// `wire`'s manifest in the entry (the workspace's inherits fields the entry has no workspace
 /// for).
@@ -72,20 +74,11 @@ pub enum ExportError {
     Github(String),
     #[error("--website {0}: expected an http(s) URL")]
     Website(String),
-    #[error("{what} {}: {error}", path.display())]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        error: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] FileError),
 }
 
 type Result<T, E = ExportError> = std::result::Result<T, E>;
-
-fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ExportError {
-    let path = path.to_path_buf();
-    move |error| ExportError::Io { what, path, error }
-}
 
 /// Where the entry's project lives: their results page links `framework.github` or
 /// `framework.website`, and every Rust entry there has one.
@@ -171,8 +164,8 @@ same line and keeps serving.
 
 fn copy_rs(from: &Path, to: &Path) -> Result<usize> {
     let mut n = 0;
-    for entry in std::fs::read_dir(from).map_err(io("reading", from))? {
-        let path = entry.map_err(io("reading", from))?.path();
+    for entry in std::fs::read_dir(from).map_err(file::error("reading", from))? {
+        let path = entry.map_err(file::error("reading", from))?.path();
         let name = path.file_name().expect("entry name").to_owned();
         if path.is_dir() {
             if name == "bin" {
@@ -180,12 +173,12 @@ fn copy_rs(from: &Path, to: &Path) -> Result<usize> {
             }
             n += copy_rs(&path, &to.join(&name))?;
         } else if path.extension().is_some_and(|e| e == "rs") {
-            std::fs::create_dir_all(to).map_err(io("creating", to))?;
-            let text = std::fs::read_to_string(&path).map_err(io("reading", &path))?;
+            std::fs::create_dir_all(to).map_err(file::error("creating", to))?;
+            let text = std::fs::read_to_string(&path).map_err(file::error("reading", &path))?;
             // The entry carries its own README, not rxbench's docs/.
             let target = to.join(&name);
             std::fs::write(&target, text.replace("docs/runtime-config.md", "README.md"))
-                .map_err(io("writing", &target))?;
+                .map_err(file::error("writing", &target))?;
             n += 1;
         }
     }
@@ -199,9 +192,9 @@ pub fn export(root: &Path, out: &Path, links: &Links) -> Result<()> {
     }
     let dir = out.join("rust").join("rxbench");
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(io("clearing", &dir))?;
+        std::fs::remove_dir_all(&dir).map_err(file::error("clearing", &dir))?;
     }
-    std::fs::create_dir_all(dir.join("wire")).map_err(io("creating", &dir))?;
+    std::fs::create_dir_all(dir.join("wire")).map_err(file::error("creating", &dir))?;
     let files = [
         ("Cargo.toml", MANIFEST.to_string()),
         ("config.yaml", config(links)),
@@ -210,7 +203,7 @@ pub fn export(root: &Path, out: &Path, links: &Links) -> Result<()> {
     ];
     for (name, text) in files {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(io("writing", &path))?;
+        std::fs::write(&path, text).map_err(file::error("writing", &path))?;
     }
     let n = copy_rs(&root.join("reactor/src"), &dir.join("reactor/src"))?
         + copy_rs(&root.join("app/src"), &dir.join("app/src"))?

@@ -29,6 +29,7 @@ pub mod cli;
 pub mod cpus;
 pub mod engine;
 pub mod export;
+pub mod file;
 pub mod load;
 pub mod model;
 pub mod peers;

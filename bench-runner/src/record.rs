@@ -4,18 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::file::{self, FileError};
 use crate::model::{Machine, Raw, SCHEMA};
 use crate::render;
 
 /// Why a run's record could not be written or read back.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("{what} {}: {source}", path.display())]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] FileError),
     #[error("{}: not JSON: {source}", path.display())]
     NotJson {
         path: PathBuf,
@@ -39,14 +36,6 @@ pub enum RecordError {
     },
 }
 
-fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> RecordError + 'p {
-    move |source| RecordError::Io {
-        what,
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 /// Writes `dir/raw.json` atomically: a temporary file renamed over it.
 pub fn write_raw(dir: &Path, raw: &Raw) -> Result<(), RecordError> {
     let tmp = dir.join("raw.json.tmp");
@@ -54,14 +43,15 @@ pub fn write_raw(dir: &Path, raw: &Raw) -> Result<(), RecordError> {
         path: tmp.clone(),
         source,
     })?;
-    std::fs::write(&tmp, bytes).map_err(io("writing", &tmp))?;
-    std::fs::rename(&tmp, dir.join("raw.json")).map_err(io("renaming", &tmp))
+    std::fs::write(&tmp, bytes).map_err(file::error("writing", &tmp))?;
+    std::fs::rename(&tmp, dir.join("raw.json")).map_err(file::error("renaming", &tmp))?;
+    Ok(())
 }
 
 /// Reads `dir/raw.json`, refusing other schemas by name.
 pub fn read_raw(dir: &Path) -> Result<Raw, RecordError> {
     let path = dir.join("raw.json");
-    let text = std::fs::read_to_string(&path).map_err(io("reading", &path))?;
+    let text = std::fs::read_to_string(&path).map_err(file::error("reading", &path))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|source| RecordError::NotJson {
             path: path.clone(),
@@ -83,7 +73,7 @@ pub fn rerender(dir: &Path) -> Result<(), RecordError> {
     let table = dir.join("table.md");
     print!(
         "{}",
-        std::fs::read_to_string(&table).map_err(io("reading", &table))?
+        std::fs::read_to_string(&table).map_err(file::error("reading", &table))?
     );
     Ok(())
 }
@@ -193,6 +183,6 @@ mod tests {
         std::fs::write(dir.join("raw.json"), r#"{"schema": 2}"#).unwrap();
         assert!(matches!(read_raw(&dir), Err(RecordError::Schema { .. })));
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(matches!(read_raw(&dir), Err(RecordError::Io { .. })));
+        assert!(matches!(read_raw(&dir), Err(RecordError::Io(_))));
     }
 }

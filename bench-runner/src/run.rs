@@ -29,11 +29,8 @@ pub enum RunError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Load(#[from] LoadError),
-    #[error("creating {}: {error}", path.display())]
-    Folder {
-        path: PathBuf,
-        error: std::io::Error,
-    },
+    #[error(transparent)]
+    Folder(#[from] crate::file::FileError),
     #[error("port {port} (for {key}) is not free: {error}; pick another first port with --port")]
     PortTaken {
         port: u16,
@@ -116,10 +113,7 @@ pub async fn run_on<E: Engine>(
         None => (started.clone(), "latest".to_string()),
     };
     let dir = m.out.join(&folder);
-    std::fs::create_dir_all(&dir).map_err(|error| RunError::Folder {
-        path: dir.clone(),
-        error,
-    })?;
+    std::fs::create_dir_all(&dir).map_err(crate::file::error("creating", &dir))?;
     let mut raw = Raw {
         schema: SCHEMA,
         engine: engine.describe(),

@@ -10,31 +10,21 @@ mod table;
 
 use std::path::Path;
 
-use std::path::PathBuf;
-
 use serde::{Deserialize, Serialize};
 
+use crate::file::{self, FileError};
 use crate::model::{Machine, Raw, ServerRecord, Settings};
 use crate::summary::{summarise, Summary};
 
 /// Why a run's outputs could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
-    #[error("{what} {}: {error}", path.display())]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        error: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] FileError),
     #[error("summary.json: {0}")]
     Json(#[from] serde_json::Error),
     #[error("drawing chart.svg: {0}")]
     Chart(#[from] chart::ChartError),
-}
-
-fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> RenderError {
-    let path = path.to_path_buf();
-    move |error| RenderError::Io { what, path, error }
 }
 
 /// summary.json: the run's description beside its [`Summary`] (what readers of the results
@@ -60,11 +50,11 @@ pub fn table_md(raw: &Raw, summary: &Summary) -> String {
 
 /// Every output of the run in `dir`, from `raw`; returns the summary they show.
 pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
-    std::fs::create_dir_all(dir).map_err(io("creating", dir))?;
+    std::fs::create_dir_all(dir).map_err(file::error("creating", dir))?;
     let summary = summarise(raw);
     let write = |name: &str, text: String| {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(io("writing", &path))
+        std::fs::write(&path, text).map_err(file::error("writing", &path))
     };
     let file = SummaryFile {
         engine: raw.engine.clone(),
@@ -87,7 +77,7 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
     let charted = summary.for_load(raw.settings.loads.first().copied().unwrap_or_default());
     chart::draw(&dir.join("chart.svg"), raw, &charted)?;
     let chart = dir.join("chart.svg");
-    let svg = std::fs::read_to_string(&chart).map_err(io("reading back", &chart))?;
+    let svg = std::fs::read_to_string(&chart).map_err(file::error("reading back", &chart))?;
     let title = format!("rxbench results {} ({})", raw.started_utc, raw.engine);
     write("report.html", html::page(&title, &markdown, &svg))?;
     Ok(summary)
