@@ -343,18 +343,18 @@ impl Rounds<'_> {
 /// A connection per request must not run the client out of local ports: checked before any
 /// build or server start, for the address the driver will connect to.
 fn check_port_reuse(args: &RunArgs) -> Result<()> {
-    use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
-    let target = match args.network {
-        // A container's address on the run's network, known only once it runs: not loopback.
-        Network::Bridge => Some(IpAddr::V4(Ipv4Addr::new(172, 17, 0, 2))),
+    use std::net::ToSocketAddrs;
+    let loopback = match args.network {
+        // A container's address on the run's network: off loopback.
+        Network::Bridge => Some(false),
         Network::Host => (args.target_host.as_str(), 0)
             .to_socket_addrs()
             .ok()
             .and_then(|mut a| a.next())
-            .map(|a| a.ip()),
+            .map(|a| a.ip().is_loopback()),
     };
-    if let Some(ip) = target {
-        driver::ports::check(ip, &driver::ports::Sysctls::read())?;
+    if let Some(loopback) = loopback {
+        driver::ports::check(loopback, &driver::ports::Sysctls::read())?;
     }
     Ok(())
 }

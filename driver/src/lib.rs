@@ -325,7 +325,7 @@ fn preflight(opts: &Options) -> Result<(), RunError> {
     }
     if opts.connection == ConnMode::PerRequest {
         // A run must never measure ephemeral-port exhaustion instead of the server.
-        ports::check(opts.url.addr.ip(), &ports::Sysctls::read())?;
+        ports::check(opts.url.addr.ip().is_loopback(), &ports::Sysctls::read())?;
     }
     // A clear error for a server that is not there, before any load starts.
     std::net::TcpStream::connect_timeout(&opts.url.addr, opts.timeout).map_err(|error| {
