@@ -270,15 +270,7 @@ impl Plan {
         } else {
             String::new()
         };
-        let load = match c.load {
-            LoadModel::KeepAlive => "",
-            other => other.name(),
-        };
-        let load = if load.is_empty() {
-            String::new()
-        } else {
-            format!(" {load}")
-        };
+        let load = c.load.suffix();
         format!("{} c={}{load}{route}", self.servers[c.server], c.conns)
     }
 }

@@ -374,10 +374,7 @@ fn check_ports(specs: &[ServerSpec]) -> Result<()> {
 }
 
 fn describe_slice(s: &Slice, cpus: usize) -> String {
-    let cell = match s.load {
-        LoadModel::KeepAlive => format!("{} c={}", s.server, s.conns),
-        load => format!("{} c={} {}", s.server, s.conns, load.name()),
-    };
+    let cell = format!("{} c={}{}", s.server, s.conns, s.load.suffix());
     match (&s.report, &s.error) {
         (Some(r), None) => format!(
             "{cell}: {:.0} req/s, {:.2} µs CPU/req, server {}",

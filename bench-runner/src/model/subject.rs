@@ -89,6 +89,15 @@ impl LoadModel {
         }
     }
 
+    /// How a cell's name shows it: nothing for keep-alive (the names of the runs before the
+    /// load axis), ` per-request` otherwise.
+    pub fn suffix(self) -> String {
+        match self {
+            LoadModel::KeepAlive => String::new(),
+            other => format!(" {}", other.name()),
+        }
+    }
+
     /// What a table heading says.
     pub fn describe(self) -> &'static str {
         match self {
