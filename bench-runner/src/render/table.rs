@@ -157,18 +157,18 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     if routes.len() > 1 {
         routes.push(MEAN_ROUTE.into());
     }
-    for &load in &raw.settings.loads {
-        let s = s.for_load(load);
+    let parts: Vec<(LoadModel, Summary)> = st.loads.iter().map(|&l| (l, s.for_load(l))).collect();
+    for (load, part) in &parts {
         if by_load {
             t += &format!("# Load `{}`: {}\n\n", load.name(), load.describe());
-            t += &resolution_text(&s);
+            t += &resolution_text(part);
         }
-        t += &load_tables(&s, &routes);
+        t += &load_tables(part, &routes);
     }
     if by_load {
         t += "# Evidence\n\n";
-        for &load in &raw.settings.loads {
-            t += &evidence_rows(&s.for_load(load), Some(load));
+        for (load, part) in &parts {
+            t += &evidence_rows(part, Some(*load));
             t += "\n";
         }
     } else {
