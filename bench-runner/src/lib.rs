@@ -14,6 +14,7 @@
 //!   slice   one measured slice: the window's edges, server CPU, counters snapshots
 //!   strace  one extra slice per server under strace -c (its syscall profile)
 //!   record  raw.json written atomically after every slice, `latest`, the commit
+//!   calibrate  the study of the intervals themselves (identical servers, many instances)
 //!                              │
 //! raw.json ──> summary (rows, paired comparisons, resolution; pure, with stats)
 //!          ──> render (table.md, summary.json, CSV, chart.svg, report.html)
@@ -25,6 +26,7 @@
 //! run was made comes from that run's raw.json ([`model::Raw`]), so `bench-runner report DIR`
 //! re-renders any run of this schema.
 
+pub mod calibrate;
 pub mod cli;
 pub mod cpus;
 pub mod engine;
@@ -42,6 +44,7 @@ pub mod slice;
 pub mod stats;
 pub mod strace;
 pub mod summary;
+pub mod target;
 
 use std::path::{Path, PathBuf};
 

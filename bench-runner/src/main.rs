@@ -6,7 +6,7 @@ use clap::Parser;
 
 use bench_runner::cli::{Cli, Cmd};
 use bench_runner::engine::Engine as _;
-use bench_runner::{engine, export, peers, record, repo_root, run};
+use bench_runner::{calibrate, engine, export, peers, record, repo_root, run};
 
 /// With `panic = "abort"` nothing unwinds, so a panic removes the run's containers here,
 /// before the process dies (a later run would remove them too, at its start).
@@ -48,6 +48,9 @@ fn main() {
             .map_err(Into::into),
         Some(Cmd::BuildImages) => runtime.block_on(build_images()),
         Some(Cmd::Clean) => runtime.block_on(clean()),
+        Some(Cmd::Calibrate(args)) => runtime
+            .block_on(run::run(calibrate::run_args(&args)))
+            .map_err(Into::into),
         Some(Cmd::Peers(args)) => match peers::run_args(&args, &repo_root()) {
             Ok(run) => runtime.block_on(run::run(run)).map_err(Into::into),
             Err(e) => Err(e.into()),

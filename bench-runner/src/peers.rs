@@ -68,7 +68,12 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs, PeersError> {
                     .map(|p| p.name())
                     .collect::<Vec<_>>()
                     .join(",");
-                return Err(PeersError::NotInstalled { program, rest });
+                let missing = PeersError::NotInstalled { program, rest };
+                // A dry run runs nothing: it says what a real run would refuse.
+                if !a.measure.dry_run {
+                    return Err(missing);
+                }
+                eprintln!("bench-runner: note: {missing}; a real run would stop here");
             }
         }
     }
@@ -116,5 +121,6 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs, PeersError> {
         port: a.port,
         no_build: false,
         label: Some("peers".into()),
+        calibration: None,
     })
 }

@@ -9,7 +9,7 @@ use rand_core::SeedableRng;
 use rand_pcg::Pcg64;
 
 use crate::cli::{Network, RunArgs};
-use crate::model::{Launch, LoadModel, Profile, ServerKey, Subject};
+use crate::model::{Launch, LoadModel, Profile, ServerConfig, ServerKey, Subject};
 use crate::stats::below;
 
 /// Arguments that make no plan, each named.
@@ -88,10 +88,11 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
             }
         }
     }
-    if a.network == Network::Host && usize::from(a.port) + servers.len() > 65_536 {
+    let residents = servers.len() * a.measure.instances() as usize;
+    if a.network == Network::Host && usize::from(a.port) + residents > 65_536 {
         return Err(PlanError::PortsRunOut {
             port: a.port,
-            servers: servers.len(),
+            servers: residents,
         });
     }
     let mut conns = a.measure.conns.clone();
@@ -106,6 +107,8 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
             loads,
             conns,
             routes: a.measure.routes.clone(),
+            instances: a.measure.instances(),
+            target: a.measure.target(),
             rounds: a.measure.rounds(),
             slice: a.measure.slice(),
             warmup: a.measure.slice_warmup(),
@@ -119,7 +122,7 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
 /// one route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cell {
-    /// Index into [`Plan::servers`].
+    /// The resident server: [`Plan::resident`] says which configuration and instance.
     pub server: usize,
     pub load: LoadModel,
     pub conns: u32,
@@ -129,7 +132,13 @@ pub struct Cell {
 
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The configurations (a profile and a server), each run as `instances` resident servers.
     pub servers: Vec<ServerKey>,
+    /// Resident instances of each configuration: separate processes, so that a
+    /// configuration's figure is not one process's luck of placement.
+    pub instances: u32,
+    /// Rounds added after `rounds` until the A/A control resolves this (`--target-resolution`).
+    pub target: Option<crate::target::Target>,
     pub loads: Vec<LoadModel>,
     pub conns: Vec<u32>,
     pub routes: Vec<Route>,
@@ -147,9 +156,30 @@ pub struct Plan {
 pub const SLICE_OVERHEAD: Duration = Duration::from_millis(40);
 
 impl Plan {
+    /// Resident servers: every instance of every configuration.
+    pub fn residents(&self) -> usize {
+        self.servers.len() * self.instances.max(1) as usize
+    }
+
+    /// Resident server `i`'s configuration and instance (instances of one configuration
+    /// are consecutive).
+    pub fn resident(&self, i: usize) -> (&ServerKey, u32) {
+        let k = self.instances.max(1) as usize;
+        (&self.servers[i / k], (i % k) as u32)
+    }
+
+    /// The order the resident servers start in, shuffled from the seed: no configuration
+    /// always starts first, into the same memory neighbourhood.
+    pub fn start_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.residents()).collect();
+        let mut rng = Pcg64::seed_from_u64(self.seed ^ 0x5f37_59df_0000_0001);
+        shuffle(&mut order, &mut rng);
+        order
+    }
+
     pub fn cells(&self) -> Vec<Cell> {
         let mut cells = Vec::new();
-        for server in 0..self.servers.len() {
+        for server in 0..self.residents() {
             for &load in &self.loads {
                 for &conns in &self.conns {
                     for route in 0..self.routes.len() {
@@ -193,7 +223,7 @@ impl Plan {
         shuffle(&mut blocks, &mut rng);
         let mut order = Vec::with_capacity(self.cells().len());
         for (load, conns, route) in blocks {
-            let mut servers: Vec<usize> = (0..self.servers.len()).collect();
+            let mut servers: Vec<usize> = (0..self.residents()).collect();
             shuffle(&mut servers, &mut rng);
             order.extend(servers.into_iter().map(|server| Cell {
                 server,
@@ -213,9 +243,16 @@ impl Plan {
 
     /// What `--dry-run` prints.
     pub fn describe(&self) -> String {
+        let residents = match self.instances {
+            0 | 1 => format!("{} resident servers", self.servers.len()),
+            k => format!(
+                "{} configurations x {k} instances = {} resident servers",
+                self.servers.len(),
+                self.residents()
+            ),
+        };
         let mut s = format!(
-            "plan: {} resident servers x {}{} connection levels x {} routes = {} cells; {} rounds = {} slices\n",
-            self.servers.len(),
+            "plan: {residents} x {}{} connection levels x {} routes = {} cells; {} rounds = {} slices\n",
             // Keep-alive alone is the plan of the runs before the load axis: not named.
             if self.loads == [LoadModel::KeepAlive] {
                 String::new()
@@ -261,7 +298,34 @@ impl Plan {
             eta / 60,
             eta % 60
         );
+        if let Some(t) = &self.target {
+            s += &match self.control_cells() {
+                0 => "no A/A control in this plan: --target-resolution has nothing to judge by; the planned rounds only\n".to_string(),
+                _ => format!(
+                    "then rounds until the A/A control resolves ±{:.1} % on CPU per request in every cell, within {} min of measuring\n",
+                    t.half_width * 100.0,
+                    (t.budget_s / 60.0).round()
+                ),
+            };
+        }
         s
+    }
+
+    /// The A/A control's cells: profiles with both io_uring and its control, times the load
+    /// models, levels and routes (and the routes' mean, with more than one).
+    pub fn control_cells(&self) -> usize {
+        let has = |p: Profile, c: ServerConfig| {
+            self.servers.contains(&ServerKey {
+                profile: p,
+                config: c.into(),
+            })
+        };
+        let profiles = Profile::ALL
+            .into_iter()
+            .filter(|&p| has(p, ServerConfig::IoUring) && has(p, ServerConfig::IoUringControl))
+            .count();
+        let routes = self.routes.len() + usize::from(self.routes.len() > 1);
+        profiles * self.loads.len() * self.conns.len() * routes
     }
 
     pub fn cell_name(&self, c: &Cell) -> String {
@@ -271,7 +335,13 @@ impl Plan {
             String::new()
         };
         let load = c.load.suffix();
-        format!("{} c={}{load}{route}", self.servers[c.server], c.conns)
+        let (key, instance) = self.resident(c.server);
+        let instance = if self.instances > 1 {
+            format!("#{}", instance + 1)
+        } else {
+            String::new()
+        };
+        format!("{key}{instance} c={}{load}{route}", c.conns)
     }
 }
 
@@ -285,7 +355,7 @@ fn shuffle<T>(items: &mut [T], rng: &mut Pcg64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Profile, ServerConfig};
+    use crate::model::Profile;
 
     fn plan(seed: u64) -> Plan {
         let servers = [
@@ -305,6 +375,8 @@ mod tests {
         .collect();
         Plan {
             servers,
+            instances: 1,
+            target: None,
             loads: vec![LoadModel::KeepAlive],
             conns: vec![64, 256, 512],
             routes: vec![Route::get_root(), "POST:/user".parse().unwrap()],
@@ -422,5 +494,37 @@ mod tests {
         assert!(text.contains("6 resident servers x 3 connection levels x 2 routes = 36 cells; 20 rounds = 720 slices"), "{text}");
         assert!(text.contains("ETA: about 16 min 04 s"), "{text}");
         assert!(text.contains("seed 5"));
+    }
+
+    #[test]
+    fn instances_multiply_the_residents_and_every_round_visits_each() {
+        let mut p = plan(8);
+        p.instances = 2;
+        assert_eq!(p.residents(), 12);
+        assert_eq!(p.resident(0), (&p.servers[0], 0));
+        assert_eq!(p.resident(3), (&p.servers[1], 1));
+        let order = p.round_order(2);
+        assert_eq!(order.len(), 12 * 3 * 2);
+        for chunk in order.chunks(p.residents()) {
+            let mut servers: Vec<usize> = chunk.iter().map(|c| c.server).collect();
+            servers.sort();
+            assert_eq!(servers, (0..12).collect::<Vec<_>>());
+        }
+        let mut start = p.start_order();
+        assert_ne!(start, (0..12).collect::<Vec<_>>(), "shuffled");
+        start.sort();
+        assert_eq!(start, (0..12).collect::<Vec<_>>());
+        let text = p.describe();
+        assert!(
+            text.contains(
+                "plan: 6 configurations x 2 instances = 12 resident servers x 3 connection levels"
+            ),
+            "{text}"
+        );
+        assert!(
+            p.cell_name(&order[0]).contains('#'),
+            "{}",
+            p.cell_name(&order[0])
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! run killed mid-write, never sees half a file), the `latest` link, the commit the runner was
 //! built from, the machine it ran on — and re-rendering a run from its raw.json alone.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::file::{self, FileError};
@@ -132,7 +133,53 @@ pub fn machine_here() -> Machine {
         cpu_model,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         kernel,
+        virtualization: Some(virtualization(&cpuinfo)),
+        mitigations: mitigations(Path::new("/sys/devices/system/cpu/vulnerabilities")),
     }
+}
+
+/// What the CPU flags and lscpu say about a hypervisor.
+fn virtualization(cpuinfo: &str) -> String {
+    let flagged = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .is_some_and(|l| l.split_whitespace().any(|f| f == "hypervisor"));
+    if !flagged {
+        return "bare metal (no hypervisor flag)".into();
+    }
+    let vendor = std::process::Command::new("lscpu")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout).lines().find_map(|l| {
+                l.strip_prefix("Hypervisor vendor:")
+                    .map(|v| v.trim().to_string())
+            })
+        });
+    match vendor {
+        Some(v) => format!("{v} guest"),
+        None => "a virtual machine (hypervisor flag; vendor unknown)".into(),
+    }
+}
+
+/// Every vulnerability file under `dir` whose text is not "Not affected", by name.
+pub fn mitigations(dir: &Path) -> BTreeMap<String, String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return BTreeMap::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            let text = text.trim();
+            (text != "Not affected").then(|| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    text.to_string(),
+                )
+            })
+        })
+        .collect()
 }
 
 /// `20261201T092233Z`, the run's folder name.
@@ -168,6 +215,50 @@ mod tests {
         let s = utc_stamp();
         assert_eq!(s.len(), 16);
         assert!(s.starts_with("20") && s.ends_with('Z') && s.as_bytes()[8] == b'T');
+    }
+
+    #[test]
+    fn the_machine_names_its_mitigations_and_hypervisor() {
+        let dir = std::env::temp_dir().join(format!("rxbench-vuln-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("meltdown"), "Not affected\n").unwrap();
+        std::fs::write(
+            dir.join("spectre_v2"),
+            "Mitigation: Retpolines; STIBP: disabled\n",
+        )
+        .unwrap();
+        let m = mitigations(&dir);
+        assert_eq!(
+            m,
+            [(
+                "spectre_v2".to_string(),
+                "Mitigation: Retpolines; STIBP: disabled".to_string()
+            )]
+            .into()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            mitigations(&dir).is_empty(),
+            "no such folder: nothing claimed"
+        );
+        assert_eq!(
+            virtualization("flags\t: fpu vme sse2\n"),
+            "bare metal (no hypervisor flag)"
+        );
+        let machine = Machine {
+            virtualization: Some("KVM guest".into()),
+            mitigations: m,
+            ..Machine::default()
+        };
+        assert_eq!(
+            machine.cost_factors(),
+            "KVM guest; mitigations: spectre_v2: Mitigation: Retpolines; STIBP: disabled"
+        );
+        assert_eq!(
+            Machine::default().cost_factors(),
+            "",
+            "runs before they were recorded"
+        );
     }
 
     #[test]

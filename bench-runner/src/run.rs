@@ -12,11 +12,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::cli::{EngineChoice, Network, RunArgs};
 use crate::engine::{self, Engine, EngineError, Picked, ServerSpec};
 use crate::load::{self, LoadDriver, LoadError, Setup};
-use crate::model::{LoadModel, Raw, Schedule, ServerKey, ServerRecord, Settings, Slice, SCHEMA};
+use crate::model::{LoadModel, Raw, Schedule, ServerRecord, Settings, Slice, SCHEMA};
 use crate::plan::{make_plan, Plan, PlanError};
 use crate::pool::Pool;
 use crate::record::RecordError;
 use crate::render::RenderError;
+use crate::summary::summarise;
+use crate::target::Next;
 use crate::{cpus, record, render, slice, strace};
 
 /// Why a run stopped short of its table. A run that measured something has kept it in raw.json
@@ -31,10 +33,13 @@ pub enum RunError {
     Load(#[from] LoadError),
     #[error(transparent)]
     Folder(#[from] crate::file::FileError),
-    #[error("port {port} (for {key}) is not free: {error}; pick another first port with --port")]
+    #[error(
+        "port {port} (for {server}) is not free: {error}; pick another first port with --port"
+    )]
     PortTaken {
         port: u16,
-        key: ServerKey,
+        /// The configuration, and which instance of it when it has several.
+        server: String,
         error: std::io::Error,
     },
     #[error("no server started:\n{0}")]
@@ -129,6 +134,10 @@ pub async fn run_on<E: Engine>(
             conns: plan.conns.clone(),
             routes: plan.routes.clone(),
             seed,
+            instances: plan.instances,
+            calibration_group: args.calibration,
+            target: plan.target,
+            planned_rounds: plan.target.map(|_| plan.rounds),
             schedule: Some(Schedule::Blocks),
             server_cpus: server_cpus.clone(),
             load_cpus: load_cpus.clone(),
@@ -139,7 +148,7 @@ pub async fn run_on<E: Engine>(
         references: args.references.clone(),
         servers: specs
             .iter()
-            .map(|s| ServerRecord::new(s.key.clone(), s.port))
+            .map(|s| ServerRecord::new(s.key.clone(), s.instance, s.port))
             .collect(),
         slices: vec![],
         notes,
@@ -190,20 +199,25 @@ pub async fn run_on<E: Engine>(
 
 /// Every server of the plan: its container name, port, CPUs and network.
 fn specs(plan: &Plan, args: &RunArgs, cpus: &[usize], network: Option<&str>) -> Vec<ServerSpec> {
-    plan.servers
-        .iter()
-        .enumerate()
-        .map(|(i, key)| ServerSpec {
+    (0..plan.residents())
+        .map(|i| (i, plan.resident(i)))
+        .map(|(i, (key, instance))| ServerSpec {
             key: key.clone(),
+            instance,
             foreign: args
                 .servers
                 .iter()
                 .find(|f| f.name == key.config.name() && key.config.own().is_none())
                 .cloned(),
             name: format!(
-                "rxbench-{}-{}-{}",
+                "rxbench-{}-{}{}-{}",
                 key.profile.name(),
                 key.config.name().replace('_', ""),
+                if plan.instances > 1 {
+                    format!("-i{}", instance + 1)
+                } else {
+                    String::new()
+                },
                 std::process::id()
             ),
             port: if network.is_some() {
@@ -262,7 +276,7 @@ impl Rounds<'_> {
             "bench-runner: starting {} resident servers…",
             pool.specs.len()
         );
-        for i in 0..pool.specs.len() {
+        for i in self.plan.start_order() {
             pool.start(i, raw).await;
         }
         if !pool.any_running() {
@@ -283,7 +297,40 @@ impl Rounds<'_> {
             "bench-runner: {}",
             plan.describe().lines().next().unwrap_or("")
         );
-        for round in 1..=plan.rounds {
+        let measuring = Instant::now();
+        let mut round = 0;
+        loop {
+            round += 1;
+            if round > plan.rounds {
+                let Some(target) = &plan.target else { break };
+                let per = measuring.elapsed() / (round - 1);
+                match target.next(
+                    &summarise(raw),
+                    plan.control_cells(),
+                    measuring.elapsed(),
+                    per,
+                ) {
+                    Next::Round => {
+                        bar.inc_length(plan.cells().len() as u64);
+                        raw.settings.rounds = round;
+                    }
+                    Next::Reached => {
+                        eprintln!("bench-runner: the A/A control resolves ±{:.1} % in every cell after {} rounds", target.half_width * 100.0, round - 1);
+                        break;
+                    }
+                    Next::BudgetSpent(open) => {
+                        eprintln!("bench-runner: the budget of {} min is spent after {} rounds; {} cells still wider than ±{:.1} %", (target.budget_s / 60.0).round(), round - 1, open.len(), target.half_width * 100.0);
+                        break;
+                    }
+                    Next::NoControl => {
+                        let note = "--target-resolution: no A/A control in this run, so nothing to judge it by; the planned rounds only".to_string();
+                        if !raw.notes.contains(&note) {
+                            raw.notes.push(note);
+                        }
+                        break;
+                    }
+                }
+            }
             let round_start = Instant::now();
             let mut failed = 0;
             for (position, cell) in plan.round_order(round).into_iter().enumerate() {
@@ -302,7 +349,7 @@ impl Rounds<'_> {
                 )
                 .await;
                 failed += usize::from(!slice.ok());
-                let line = describe_slice(&slice, raw.settings.server_cpus.len());
+                let line = describe_slice(&slice, raw.settings.server_cpus.len(), plan.instances);
                 raw.slices.push(slice);
                 record::write_raw(self.dir, raw)?;
                 bar.inc(1);
@@ -310,14 +357,22 @@ impl Rounds<'_> {
             }
             let done = u64::from(round) * plan.cells().len() as u64;
             let per = round_start.elapsed();
-            let left = per * (plan.rounds - round);
-            let msg = format!(
-                "round {round}/{}: {} slices in {:.0} s ({failed} failed); about {} min left",
-                plan.rounds,
-                plan.cells().len(),
-                per.as_secs_f64(),
-                left.as_secs().div_ceil(60)
-            );
+            let left = per * plan.rounds.saturating_sub(round);
+            let msg = if round > plan.rounds {
+                format!(
+                    "round {round} (added for the target resolution): {} slices in {:.0} s ({failed} failed)",
+                    plan.cells().len(),
+                    per.as_secs_f64()
+                )
+            } else {
+                format!(
+                    "round {round}/{}: {} slices in {:.0} s ({failed} failed); about {} min left",
+                    plan.rounds,
+                    plan.cells().len(),
+                    per.as_secs_f64(),
+                    left.as_secs().div_ceil(60)
+                )
+            };
             if bar.is_hidden() {
                 eprintln!("bench-runner: {msg} [{done}/{total}]");
             } else {
@@ -363,9 +418,14 @@ fn check_port_reuse(args: &RunArgs) -> Result<()> {
 fn check_ports(specs: &[ServerSpec]) -> Result<()> {
     for s in specs {
         if let Err(error) = std::net::TcpListener::bind(("0.0.0.0", s.port)) {
+            let several = specs.iter().any(|o| o.instance > 0);
             return Err(RunError::PortTaken {
                 port: s.port,
-                key: s.key.clone(),
+                server: if several {
+                    format!("{} #{}", s.key, s.instance + 1)
+                } else {
+                    s.key.to_string()
+                },
                 error,
             });
         }
@@ -373,8 +433,13 @@ fn check_ports(specs: &[ServerSpec]) -> Result<()> {
     Ok(())
 }
 
-fn describe_slice(s: &Slice, cpus: usize) -> String {
-    let cell = format!("{} c={}{}", s.server, s.conns, s.load.suffix());
+fn describe_slice(s: &Slice, cpus: usize, instances: u32) -> String {
+    let instance = if instances > 1 {
+        format!("#{}", s.instance + 1)
+    } else {
+        String::new()
+    };
+    let cell = format!("{}{instance} c={}{}", s.server, s.conns, s.load.suffix());
     match (&s.report, &s.error) {
         (Some(r), None) => format!(
             "{cell}: {:.0} req/s, {:.2} µs CPU/req, server {}",

@@ -120,6 +120,7 @@ pub async fn measure<E: Engine>(
         round,
         position,
         server: pool.specs[i].key.clone(),
+        instance: pool.specs[i].instance,
         load: cell.load,
         conns: cell.conns,
         route: route.clone(),

@@ -78,8 +78,13 @@ fn check_files(dir: &Path) {
     );
     let raw = bench_runner::record::read_raw(dir).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(raw.settings.schedule, Some(Schedule::Blocks));
+    // One record per resident server: every instance of every configuration.
     assert_eq!(raw.servers.len(), {
-        let mut keys: Vec<_> = raw.slices.iter().map(|s| s.server.clone()).collect();
+        let mut keys: Vec<_> = raw
+            .slices
+            .iter()
+            .map(|s| (s.server.clone(), s.instance))
+            .collect();
         keys.sort();
         keys.dedup();
         keys.len()
@@ -151,12 +156,12 @@ fn contains_one(c: &serde_json::Value) -> bool {
 
 /// The identical pair (io_uring and its control) is not told apart; legacy against rx is.
 /// A 95 % interval misses the truth one time in twenty, and a noisy stretch can hide a real
-/// ~10 % difference in 12 short pairs, so the run is tried up to three times until one has
-/// resolved rx < legacy and one has kept the identical pair together (not necessarily the
-/// same run: on a noisy host each alone is likelier than both at once). A server that made rx
-/// no cheaper than legacy still resolves it one run in forty, so this passes it about one
-/// time in fourteen — the matrix run's paired intervals are the real check; two identical
-/// servers that differ fail all three.
+/// ~10 % difference in 5 short rounds of three instances, so the run is tried up to three
+/// times until one has resolved rx < legacy and one has kept the identical pair together (not
+/// necessarily the same run: on a noisy host each alone is likelier than both at once). A
+/// server that made rx no cheaper than legacy still resolves it one run in forty, so this
+/// passes it about one time in fourteen — the matrix run's intervals are the real check; two
+/// identical servers that differ fail all three.
 fn a_a_and_a_b(engine: &str, port: &str) {
     let args = [
         "--engine",
@@ -167,10 +172,15 @@ fn a_a_and_a_b(engine: &str, port: &str) {
         "legacy,rx,io_uring,io_uring-control",
         "--conns",
         "64",
+        // Three instances of each of 4 configurations: the instance variance has 8 degrees
+        // of freedom (t = 2.31; with two instances, 4 and t = 2.78, and a ~12 % difference
+        // in 300 ms slices under Docker was not resolved in three tries).
+        "--instances",
+        "3",
         "--rounds",
-        "12",
+        "5",
         "--slice",
-        "300ms",
+        "500ms",
         "--slice-warmup",
         "200ms",
         "--port",
@@ -182,9 +192,15 @@ fn a_a_and_a_b(engine: &str, port: &str) {
     let (mut resolved_once, mut together_once) = (false, false);
     for _ in 0..3 {
         let (dir, summary) = run(&format!("aa-{engine}"), &args);
-        assert_eq!(summary["settings"]["rounds"], 12);
+        assert_eq!(summary["settings"]["rounds"], 5);
+        assert_eq!(summary["settings"]["instances"], 3);
         let rx = comparison(&summary, "rx", "legacy", "cpu_per_request").clone();
-        assert_eq!(rx["pairs"], 12);
+        // Three instances of each over 5 rounds: the interval samples both levels.
+        assert_eq!(
+            (&rx["pairs"], &rx["instances"]),
+            (&5.into(), &3.into()),
+            "{rx}"
+        );
         let aa = comparison(&summary, "io_uring-control", "io_uring", "cpu_per_request").clone();
         let resolution = summary["resolution_worst"]["cpu_per_request"]
             .as_f64()
@@ -213,6 +229,73 @@ fn docker_run_resolves_a_real_difference_and_not_the_same_server_twice() {
     }
     a_a_and_a_b("docker", "3941");
     assert_eq!(rxbench_containers(), 0, "containers left behind");
+}
+
+/// `--target-resolution`: rounds are added after the planned ones until the A/A control
+/// resolves the target, or the budget runs out — and the table says which happened.
+#[test]
+fn native_run_adds_rounds_for_its_target_and_says_where_it_fell_short() {
+    let run_with = |label: &str, target: &str, budget: &str, configs: &str, instances: &str| {
+        run(
+            label,
+            &[
+                "--engine",
+                "native",
+                "--profiles",
+                "relaxed",
+                "--configs",
+                configs,
+                "--instances",
+                instances,
+                "--conns",
+                "64",
+                "--rounds",
+                "3",
+                "--slice",
+                "300ms",
+                "--slice-warmup",
+                "100ms",
+                "--target-resolution",
+                target,
+                "--max-duration",
+                budget,
+                "--port",
+                "3971",
+            ],
+        )
+    };
+    // ±0.01 % is out of reach: rounds are added until the next would end past 9 s.
+    let (dir, summary) = run_with(
+        "target-short",
+        "0.01",
+        "9s",
+        "io_uring,io_uring-control",
+        "2",
+    );
+    let rounds = summary["settings"]["rounds"].as_u64().unwrap();
+    assert_eq!(summary["settings"]["planned_rounds"], 3);
+    assert!(rounds > 3, "no round was added: {}", summary["settings"]);
+    let raw = bench_runner::record::read_raw(&dir).unwrap();
+    assert_eq!(raw.slices.len() as u64, rounds * 4, "4 residents a round");
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    assert!(table.contains("**not reached** in 1 of 1 cells"), "{table}");
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+    // ±50 % is met by the planned rounds: none added (three configurations of three
+    // instances, so that the instance variance has 6 degrees of freedom, not 2).
+    let (dir, summary) = run_with(
+        "target-met",
+        "50",
+        "60s",
+        "io_uring,io_uring-control,rx",
+        "3",
+    );
+    assert_eq!(summary["settings"]["rounds"], 3);
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    assert!(
+        table.contains("reached in every cell after 3 rounds (3 planned, 0 added)"),
+        "{table}"
+    );
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
 
 #[test]
@@ -415,7 +498,12 @@ fn both_load_models(engine: &str, port: &str) {
     let raw = bench_runner::record::read_raw(&dir).unwrap();
     for load in [LoadModel::KeepAlive, LoadModel::PerRequest] {
         let n = raw.slices.iter().filter(|s| s.load == load).count();
-        assert_eq!(n, 3 * 5, "{load:?}: a slice per server and round");
+        // 3 configurations x 2 instances x the quick run's 3 rounds.
+        assert_eq!(
+            n,
+            3 * 2 * 3,
+            "{load:?}: a slice per resident server and round"
+        );
     }
     let file: SummaryFile =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
@@ -678,7 +766,7 @@ fn dry_run_prints_the_plan_and_eta_and_runs_nothing() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("plan: 15 resident servers x 3 connection levels x 1 routes = 45 cells; 24 rounds = 1080 slices"), "{text}");
+    assert!(text.contains("plan: 15 configurations x 2 instances = 30 resident servers x 3 connection levels x 1 routes = 90 cells; 12 rounds = 1080 slices"), "{text}");
     assert!(text.contains("seed 7"), "{text}");
     // The default run fits in 30 minutes.
     let minutes: u64 = text
@@ -733,7 +821,8 @@ fn bad_arguments_fail_with_a_reason() {
 #[test]
 fn a_port_in_use_is_named_before_anything_starts() {
     let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let _taken = std::net::TcpListener::bind("0.0.0.0:3992").unwrap();
+    // Two instances each: rx on 3990-3991, legacy 3992-3993, oneshot 3994-3995.
+    let _taken = std::net::TcpListener::bind("0.0.0.0:3994").unwrap();
     let out = out_dir("port");
     let result = Command::new(RUNNER)
         .args([
@@ -756,7 +845,7 @@ fn a_port_in_use_is_named_before_anything_starts() {
     assert!(!result.status.success());
     let err = String::from_utf8_lossy(&result.stderr);
     assert!(
-        err.contains("port 3992 (for relaxed/oneshot) is not free"),
+        err.contains("port 3994 (for relaxed/oneshot #1) is not free"),
         "{err}"
     );
     std::fs::remove_dir_all(&out).ok();
@@ -915,7 +1004,8 @@ fn a_runner_killed_mid_run_leaves_containers_that_clean_removes_and_its_slices_r
     let cleaned = Command::new(RUNNER).arg("clean").output().unwrap();
     let said = String::from_utf8_lossy(&cleaned.stdout);
     assert!(cleaned.status.success(), "{said}");
-    assert!(said.starts_with("removed 2 rxbench container(s)"), "{said}");
+    // Two configurations of two instances each.
+    assert!(said.starts_with("removed 4 rxbench container(s)"), "{said}");
     assert_eq!(rxbench_containers(), 0, "clean left containers");
     let again = Command::new(RUNNER).arg("clean").output().unwrap();
     assert!(String::from_utf8_lossy(&again.stdout).starts_with("removed 0 "));
@@ -970,8 +1060,9 @@ fn docker_bridge_network_aims_at_each_container_and_cleans_up() {
         .iter()
         .map(|s| s["report"]["url"].as_str().unwrap().to_string())
         .collect();
-    // Two servers, two container addresses on the run's network, both on port 3000.
-    assert_eq!(urls.len(), 2, "{urls:?}");
+    // Two configurations of two instances: four container addresses on the run's network,
+    // all on port 3000.
+    assert_eq!(urls.len(), 4, "{urls:?}");
     assert!(
         urls.iter()
             .all(|u| !u.contains("127.0.0.1") && u.contains(":3000/")),
@@ -1100,9 +1191,14 @@ fn a_foreign_server_is_measured_beside_ours_and_one_that_cannot_start_is_a_resul
     assert_eq!(twin_row["backend_observed"], "foreign");
     assert!(twin_row["flag"].is_null(), "{twin_row}");
     assert!(twin_row["cpu_us_per_request"].as_f64().unwrap() > 0.0);
-    assert_eq!(twin_row["rounds_ok"], 5);
+    // Two instances of it over the quick run's 3 rounds.
+    assert_eq!(twin_row["rounds_ok"], 6);
     let against = comparison(&summary, "rx", "twin", "cpu_per_request");
-    assert_eq!(against["pairs"], 5, "{against}");
+    assert_eq!(
+        (&against["pairs"], &against["instances"]),
+        (&3.into(), &2.into()),
+        "{against}"
+    );
     let broken_row = row(&summary, "relaxed", "broken");
     let flag = broken_row["flag"].as_str().unwrap();
     assert!(flag.contains("did not start"), "{flag}");
@@ -1120,7 +1216,8 @@ fn a_foreign_server_is_measured_beside_ours_and_one_that_cannot_start_is_a_resul
     assert_eq!(events[0]["kind"], "did_not_start", "{events}");
     let events = events.to_string();
     assert!(
-        events.contains("cannot bind port 3963"),
+        // rx on 3961-3962, twin on 3963-3964: the first broken instance on 3965.
+        events.contains("cannot bind port 3965"),
         "its own last line: {events}"
     );
     let strace = &record("twin")["strace"];
@@ -1242,10 +1339,10 @@ fn a_foreign_image_is_measured_in_a_container_with_its_syscall_profile() {
     let floor = row(&summary, "default", "floor");
     assert_eq!(floor["backend_observed"], "foreign");
     assert!(floor["flag"].is_null(), "{floor}");
-    assert_eq!(floor["rounds_ok"], 5, "{floor}");
+    assert_eq!(floor["rounds_ok"], 6, "two instances x 3 rounds: {floor}");
     assert!(floor["cpu_us_per_request"].as_f64().unwrap() > 0.0);
     let against = comparison(&summary, "rx", "floor", "cpu_per_request");
-    assert_eq!(against["pairs"], 5, "{against}");
+    assert_eq!(against["pairs"], 3, "{against}");
     let raw = json(dir.join("raw.json"));
     let notes = raw["notes"].to_string();
     assert!(

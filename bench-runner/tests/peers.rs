@@ -45,6 +45,16 @@ fn the_plan_holds_every_peer_beside_ours_and_the_control() {
             "{name}: {servers}"
         );
     }
+    // Without nginx or HAProxy on the machine, the dry run still shows the plan and names
+    // what a real run would lack (a fresh machine's test run must not fail on it).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for program in ["nginx", "haproxy"] {
+        assert_eq!(
+            installed(program),
+            !stderr.contains(&format!("{program} is not installed")),
+            "{stderr}"
+        );
+    }
     let bad = Command::new(RUNNER)
         .args(["peers", "--only", "lighttpd"])
         .output()

@@ -30,7 +30,14 @@ fn every_committed_run_re_renders_byte_for_byte() {
         let out =
             std::env::temp_dir().join(format!("rxbench-rerender-{}-{name}", std::process::id()));
         write_all(&out, &raw).unwrap();
-        for f in OUTPUTS {
+        // A calibration study's own outputs are part of its run's.
+        let study = raw.settings.calibration_group.is_some();
+        let extra: &[&str] = if study {
+            &["calibration.md", "calibration.json"]
+        } else {
+            &[]
+        };
+        for &f in OUTPUTS.iter().chain(extra) {
             let committed = std::fs::read(dir.join(f)).unwrap_or_default();
             let now = std::fs::read(out.join(f)).unwrap();
             assert!(

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod values;
 use driver::target::Route;
 pub use values::foreign_server;
-use values::{duration, duration_or_zero, route};
+use values::{duration, duration_or_zero, percent, route};
 
 use crate::model::{ForeignServer, LoadModel, Profile, ServerConfig};
 
@@ -21,20 +21,22 @@ levels — with every server resident and alternating 1 s slices, and writes the
 paired confidence intervals and evidence",
     after_help = "\
 Examples:
-  cargo run --release -p bench-runner                      full run (24 rounds of 1 s slices, ~28 min)
-  cargo run --release -p bench-runner -- --quick           smoke run (5 rounds of 0.3 s slices, ~2.5 min)
+  cargo run --release -p bench-runner                      full run (12 rounds x 2 instances of 1 s slices, ~28 min)
+  cargo run --release -p bench-runner -- --quick           smoke run (3 rounds x 2 instances of 0.3 s slices, ~3 min)
   cargo run --release -p bench-runner -- --dry-run         the plan and its ETA
   cargo run --release -p bench-runner -- --routes GET:/,GET:/user/0,POST:/user
   cargo run --release -p bench-runner -- report results/latest
   cargo run --release -p bench-runner -- export-benchmarker /tmp/bench
   cargo run --release -p bench-runner -- peers             beside nginx, HAProxy, hyper, actix-web,
-                                                           may-minihttp and the floor (~17 min)
+                                                           may-minihttp and the floor (17–40 min)
   cargo run --release -p bench-runner -- --engine native --server 'mine=cmd:./my-server --port {port}'
+  cargo run --release -p bench-runner -- calibrate --conns 64,512   do the intervals keep their promise? (~10 min)
 
-Method (docs/methodology.md): every server runs for the whole run; a round drives each
-(server, connection level, route) once for one slice, in a fresh random order (blocks of one
-level and route, every server once); ratios pair two servers' slices by round and come with
-a 95 % bootstrap interval; the io_uring control pair (the same server twice) gives the run's
+Method (docs/methodology.md): every configuration runs as --instances (2) resident servers
+for the whole run; a round drives each (server, connection level, route) once for one slice,
+in a fresh random order (blocks of one level and route, every server once); a comparison's
+95 % interval covers both the slices' spread and how much two identical processes differ;
+the io_uring control pair (the same server as two configurations) gives the run's
 resolution."
 )]
 pub struct Cli {
@@ -69,6 +71,33 @@ pub enum Cmd {
     /// worker each on the same CPU, with the same driver, slices and intervals; results to
     /// OUT/peers-<UTC timestamp>/ (OUT/peers-latest points to it)
     Peers(PeersArgs),
+    /// The intervals' own check: --instances (8) of each configuration under one profile,
+    /// every pair of identical servers compared as if different, by the old method (one
+    /// process a configuration) and the new (groups of --group instances); how often each
+    /// tells identical servers apart (nominal: 5 %) goes to calibration.md in
+    /// OUT/calibration-<UTC timestamp>/
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CalibrateArgs {
+    /// The configurations, each run --instances times
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "rx,io_uring")]
+    pub configs: Vec<ServerConfig>,
+    /// The one seccomp profile
+    #[arg(long, value_enum, default_value_t = Profile::Relaxed)]
+    pub profile: Profile,
+    /// Instances per configuration in the new method (the --instances of the runs it checks)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=8))]
+    pub group: u32,
+    /// Where the servers run
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub engine: EngineChoice,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// First server port (server i listens on PORT+i)
+    #[arg(long, default_value_t = 3200)]
+    pub port: u16,
 }
 
 /// The peers `bench-runner peers` can run (all by default).
@@ -186,11 +215,21 @@ impl Network {
     }
 }
 
-pub const DEFAULT_ROUNDS: u32 = 24;
+/// Slices per configuration and cell in a full run, over its instances (24 rounds of one
+/// instance, 12 of two).
+pub const DEFAULT_SLICES: u32 = 24;
+/// Resident instances per configuration: two is the fewest that let a run see how much two
+/// identical processes differ.
+pub const DEFAULT_INSTANCES: u32 = 2;
+/// The A/A half-width a full run keeps adding rounds for, in percent.
+pub const DEFAULT_TARGET_PCT: f64 = 2.0;
+/// What a full run may spend measuring to reach it.
+pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(40 * 60);
 pub const DEFAULT_SLICE: Duration = Duration::from_secs(1);
 pub const DEFAULT_SLICE_WARMUP: Duration = Duration::from_millis(300);
-/// The fewest rounds that give intervals (`stats::MIN_PAIRS`).
-pub const QUICK_ROUNDS: u32 = 5;
+/// The fewest slices per cell that give intervals with one instance (`stats::MIN_PAIRS`);
+/// with more, `stats::instances::MIN_ROUNDS` rounds.
+pub const QUICK_SLICES: u32 = 5;
 pub const QUICK_SLICE: Duration = Duration::from_millis(300);
 pub const QUICK_SLICE_WARMUP: Duration = Duration::from_millis(200);
 
@@ -198,9 +237,26 @@ pub const QUICK_SLICE_WARMUP: Duration = Duration::from_millis(200);
 /// What every measuring command shares: the rounds and slices, the levels and routes, where
 /// driver and servers run, and where results go.
 pub struct MeasureArgs {
-    /// Slices per cell: each round visits every cell once [default: 24; --quick: 5]
+    /// Slices per cell: each round visits every cell once [default: 24 slices per
+    /// configuration over its instances (12 rounds of 2); --quick: 3 rounds of 2]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rounds: Option<u32>,
+    /// Resident instances of each configuration, started in a shuffled order: its interval
+    /// then covers how much two identical processes differ (placement, caches), which one
+    /// process cannot show. 1 gives the old method (one process, slices bootstrapped)
+    /// [default: 2; calibrate: 8]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub instances: Option<u32>,
+    /// Keep adding rounds after the planned ones until the A/A control's half-width on CPU per
+    /// request is at most PCT percent in every cell, or --max-duration would run out (the
+    /// table then names the cells that fell short) [default: 2 in a full run; off with
+    /// --quick or an explicit --rounds unless given]
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub target_resolution: Option<f64>,
+    /// The measuring time no added round may end past (the planned rounds always run)
+    /// [default: 40m]
+    #[arg(long, value_parser = duration)]
+    pub max_duration: Option<Duration>,
     /// Measured time per slice (1s, 500ms) [default: 1s; --quick: 300ms]
     #[arg(long, value_parser = duration)]
     pub slice: Option<Duration>,
@@ -309,15 +365,41 @@ pub struct RunArgs {
     /// OUT/peers-latest); the plain matrix has none.
     #[arg(skip)]
     pub label: Option<String>,
+    /// A calibration study (`calibrate`): the group of instances its new method compares.
+    #[arg(skip)]
+    pub calibration: Option<u32>,
 }
 
 impl MeasureArgs {
     pub fn rounds(&self) -> u32 {
-        self.rounds.unwrap_or(if self.quick {
-            QUICK_ROUNDS
-        } else {
-            DEFAULT_ROUNDS
+        let k = self.instances();
+        self.rounds.unwrap_or(match (self.quick, k) {
+            (true, 1) => QUICK_SLICES,
+            (true, _) => QUICK_SLICES
+                .div_ceil(k)
+                .max(crate::stats::instances::MIN_ROUNDS as u32),
+            (false, _) => DEFAULT_SLICES.div_ceil(k),
         })
+    }
+
+    /// The resolution to keep adding rounds for, if any.
+    pub fn target(&self) -> Option<crate::target::Target> {
+        let pct = match (self.target_resolution, self.quick || self.rounds.is_some()) {
+            (Some(p), _) => p,
+            (None, false) => DEFAULT_TARGET_PCT,
+            (None, true) => return None,
+        };
+        Some(crate::target::Target {
+            half_width: pct / 100.0,
+            budget_s: self
+                .max_duration
+                .unwrap_or(DEFAULT_MAX_DURATION)
+                .as_secs_f64(),
+        })
+    }
+
+    pub fn instances(&self) -> u32 {
+        self.instances.unwrap_or(DEFAULT_INSTANCES).max(1)
     }
 
     pub fn slice(&self) -> Duration {

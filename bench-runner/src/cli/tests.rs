@@ -12,14 +12,50 @@ fn defaults_quick_and_explicit_values() {
     let a = parse(&[]).unwrap();
     let m = &a.measure;
     assert_eq!(
-        (m.rounds(), m.slice(), m.slice_warmup()),
-        (24, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
+        (m.instances(), m.rounds(), m.slice(), m.slice_warmup()),
+        (2, 12, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
     );
+    let one = parse(&["--instances", "1"]).unwrap().measure;
+    assert_eq!(
+        (one.instances(), one.rounds()),
+        (1, 24),
+        "the same 24 slices a cell"
+    );
+    let three = parse(&["--instances", "3", "--quick"]).unwrap().measure;
+    assert_eq!(
+        three.rounds(),
+        3,
+        "never under the fewest rounds an instance needs"
+    );
+    assert!(parse(&["--instances", "0"]).is_err());
+    // A full run aims at ±2 % within 40 minutes; a quick run or fixed rounds do not.
+    let t = m.target().unwrap();
+    assert_eq!((t.half_width, t.budget_s), (0.02, 2400.0));
+    assert_eq!(parse(&["--quick"]).unwrap().measure.target(), None);
+    assert_eq!(parse(&["--rounds", "8"]).unwrap().measure.target(), None);
+    let both = parse(&[
+        "--rounds",
+        "8",
+        "--target-resolution",
+        "1.5%",
+        "--max-duration",
+        "10m",
+    ])
+    .unwrap()
+    .measure
+    .target()
+    .unwrap();
+    assert_eq!((both.half_width, both.budget_s), (0.015, 600.0));
+    for bad in ["0", "-1", "80", "two"] {
+        assert!(parse(&["--target-resolution", bad]).is_err(), "{bad}");
+    }
     assert_eq!(a.profiles, Profile::ALL);
     assert_eq!(a.configs, ServerConfig::ALL);
     assert_eq!(m.routes, [Route::get_root()]);
     let q = parse(&["--quick"]).unwrap().measure;
-    assert_eq!((q.rounds(), q.slice()), (QUICK_ROUNDS, QUICK_SLICE));
+    assert_eq!((q.rounds(), q.slice()), (3, QUICK_SLICE));
+    let q1 = parse(&["--quick", "--instances", "1"]).unwrap().measure;
+    assert_eq!(q1.rounds(), QUICK_SLICES);
     let q = parse(&["--quick", "--rounds", "9", "--slice", "2s"])
         .unwrap()
         .measure;

@@ -74,6 +74,20 @@ pub fn foreign_server(s: &str) -> Result<ForeignServer, String> {
     })
 }
 
+/// `2` or `2%`: a percentage above 0 and at most 50.
+pub(super) fn percent(s: &str) -> Result<f64, String> {
+    let p: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s}: a percentage, e.g. 2 or 2%"))?;
+    if !(p > 0.0 && p <= 50.0) {
+        return Err(format!("{s}: a resolution between 0 and 50 %"));
+    }
+    Ok(p)
+}
+
 pub(super) fn duration(s: &str) -> Result<Duration, String> {
     let d = driver::target::parse_duration(s).map_err(|e| e.to_string())?;
     if d < Duration::from_millis(100) {

@@ -28,6 +28,8 @@ pub type Lines = Arc<Mutex<Vec<String>>>;
 #[derive(Clone, Debug)]
 pub struct ServerSpec {
     pub key: ServerKey,
+    /// Which of its configuration's instances.
+    pub instance: u32,
     /// Container name (Docker).
     pub name: String,
     pub port: u16,

@@ -220,6 +220,7 @@ mod tests {
         let e = rt.block_on(native.open(Network::Bridge)).unwrap_err();
         assert!(matches!(e, EngineError::BridgeNatively), "{e}");
         let spec = ServerSpec {
+            instance: 0,
             key: ServerKey {
                 profile: Profile::Relaxed,
                 config: Subject::Foreign("web".into()),
@@ -243,6 +244,7 @@ mod tests {
             "relaxed/web: image:example/web needs a Docker engine (native mode runs cmd: servers)"
         );
         let own = ServerSpec {
+            instance: 0,
             key: ServerKey {
                 profile: Profile::Relaxed,
                 config: ServerConfig::Rx.into(),

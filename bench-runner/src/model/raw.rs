@@ -14,6 +14,9 @@ pub const SCHEMA: u32 = 2;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ServerRecord {
     pub key: ServerKey,
+    /// Which of its configuration's instances (from 0; runs before instances had one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub instance: u32,
     /// The port it listens on (host network: its own; a network of the run's: 3000 for all).
     pub port: u16,
     pub startup: Option<Startup>,
@@ -30,9 +33,10 @@ pub struct ServerRecord {
 
 impl ServerRecord {
     /// A server of the plan before its first start.
-    pub fn new(key: ServerKey, port: u16) -> ServerRecord {
+    pub fn new(key: ServerKey, instance: u32, port: u16) -> ServerRecord {
         ServerRecord {
             key,
+            instance,
             port,
             startup: None,
             starts: 0,
@@ -50,6 +54,9 @@ pub struct Slice {
     /// Position in the round's (shuffled) order, from 0.
     pub position: u32,
     pub server: ServerKey,
+    /// Which instance of `server` (runs before instances had one: 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub instance: u32,
     /// Absent in runs recorded before the load axis: keep-alive.
     #[serde(default)]
     pub load: LoadModel,
@@ -101,6 +108,31 @@ pub struct Machine {
     pub cpu_model: String,
     pub cores: usize,
     pub kernel: String,
+    /// `KVM guest`, `bare metal`…: a hypervisor changes what a syscall costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtualization: Option<String>,
+    /// The kernel's mitigations in force (/sys/devices/system/cpu/vulnerabilities, the
+    /// entries other than "Not affected"): what a syscall costs depends on them (Retpolines,
+    /// IBRS, …), and with it how far io_uring's fewer syscalls pay.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mitigations: BTreeMap<String, String>,
+}
+
+impl Machine {
+    /// `KVM guest; mitigations: spectre_v2: Retpolines; …` (empty for runs before they were
+    /// recorded).
+    pub fn cost_factors(&self) -> String {
+        let mut parts: Vec<String> = self.virtualization.iter().cloned().collect();
+        if !self.mitigations.is_empty() {
+            let m: Vec<String> = self
+                .mitigations
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            parts.push(format!("mitigations: {}", m.join("; ")));
+        }
+        parts.join("; ")
+    }
 }
 
 /// The settings a run used, as summary.json and table.md print them.
@@ -115,6 +147,20 @@ pub struct Settings {
     pub conns: Vec<u32>,
     pub routes: Vec<Route>,
     pub seed: u64,
+    /// Resident instances of each configuration (runs before instances had one).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub instances: u32,
+    /// A calibration study: the group of instances its new method compares
+    /// (calibration.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_group: Option<u32>,
+    /// `--target-resolution`: rounds were added after the planned ones (`rounds` is the count
+    /// driven) until the A/A control resolved this, or its budget ran out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<crate::target::Target>,
+    /// The rounds planned before any was added for the target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_rounds: Option<u32>,
     /// The order the rounds used; runs before it was recorded have it inferred from their
     /// slices ([`Raw::schedule`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,6 +199,18 @@ pub struct Raw {
     pub complete: bool,
 }
 
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 impl Settings {
     /// The routes as the summary and the tables key them (`METHOD:/path`).
     pub fn route_names(&self) -> Vec<String> {
@@ -161,8 +219,29 @@ impl Settings {
 }
 
 impl Raw {
+    /// The first instance of `key`.
     pub fn server(&self, key: &ServerKey) -> Option<&ServerRecord> {
         self.servers.iter().find(|s| &s.key == key)
+    }
+
+    /// The configurations, in the order of the run's servers (each once, however many
+    /// instances it had).
+    pub fn configurations(&self) -> Vec<ServerKey> {
+        let mut keys: Vec<ServerKey> = Vec::new();
+        for s in &self.servers {
+            if !keys.contains(&s.key) {
+                keys.push(s.key.clone());
+            }
+        }
+        keys
+    }
+
+    /// Every instance of `key`.
+    pub fn instances_of<'a>(
+        &'a self,
+        key: &'a ServerKey,
+    ) -> impl Iterator<Item = &'a ServerRecord> {
+        self.servers.iter().filter(move |s| &s.key == key)
     }
 
     /// The schedule this run used: as recorded, or, for a run from before it was recorded,
@@ -234,6 +313,7 @@ mod tests {
                 profile: Profile::Relaxed,
                 config: ServerConfig::Rx.into(),
             },
+            instance: 0,
             load: LoadModel::KeepAlive,
             conns: 64,
             route: Route::get_root(),

@@ -180,7 +180,7 @@ impl ServerConfig {
             ServerConfig::Rx => "epoll after (rx)",
             ServerConfig::Oneshot => "epoll oneshot (ablation)",
             ServerConfig::IoUring => "io_uring before",
-            ServerConfig::IoUringControl => "io_uring after (control)",
+            ServerConfig::IoUringControl => "A/A control (io_uring again)",
         }
     }
 

@@ -80,5 +80,10 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
     let svg = std::fs::read_to_string(&chart).map_err(file::error("reading back", &chart))?;
     let title = format!("rxbench results {} ({})", raw.started_utc, raw.engine);
     write("report.html", html::page(&title, &markdown, &svg))?;
+    if let Some(group) = raw.settings.calibration_group {
+        let study = crate::calibrate::analyse(raw, group);
+        write("calibration.md", crate::calibrate::markdown(raw, &study))?;
+        write("calibration.json", serde_json::to_string_pretty(&study)?)?;
+    }
     Ok(summary)
 }

@@ -45,8 +45,12 @@ fn pct(x: f64) -> String {
 }
 
 /// The resolution paragraph: the worst A/A half-width, and a warning when it is too wide.
-fn resolution_text(s: &Summary) -> String {
-    let mut t = String::from("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server twice — half-width of its paired 95 % interval, worst cell): ");
+fn resolution_text(s: &Summary, instances: u32) -> String {
+    let mut t = if instances > 1 {
+        format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server as two configurations of {instances} instances — half-width of its 95 % interval over instances and rounds, worst cell): ")
+    } else {
+        String::from("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server twice — half-width of its paired 95 % interval, worst cell): ")
+    };
     match (
         s.resolution_worst.get("cpu_per_request"),
         s.resolution_worst.get("rps"),
@@ -73,7 +77,10 @@ fn resolution_text(s: &Summary) -> String {
         .filter(|r| r.metric == Metric::CpuPerRequest)
         .collect();
     let apart = cpu.iter().filter(|r| r.aa_apart).count();
-    if apart > 0 {
+    if instances > 1 {
+        // The interval carries the processes' difference: no second bound.
+        t += &format!("The A/A pair came out apart in {apart} of {} cells on CPU per request (a 95 % interval does so about one time in twenty).\n\n", cpu.len());
+    } else if apart > 0 {
         let bound = cpu.iter().map(|r| r.aa_bound).fold(0.0, f64::max);
         t += &format!("The A/A pair itself came out apart in {apart} of {} cells on CPU per request, and its intervals reach {} from no change: two identical servers can differ that much on this machine (memory placement, which one ran when), so a difference smaller than that is not a result, whatever its interval.\n\n", cpu.len(), pct(bound).replace('±', ""));
     }
@@ -97,6 +104,56 @@ fn resolution_text(s: &Summary) -> String {
     t
 }
 
+/// Whether the run reached its `--target-resolution`, and where it did not.
+fn target_text(target: &crate::target::Target, st: &crate::model::Settings, s: &Summary) -> String {
+    let planned = st.planned_rounds.unwrap_or(st.rounds);
+    let added = st.rounds.saturating_sub(planned);
+    let budget = if target.budget_s < 120.0 {
+        format!("{:.0} s", target.budget_s)
+    } else {
+        format!("{:.0} min", target.budget_s / 60.0)
+    };
+    let aim = format!(
+        "**Target resolution** ±{:.1} % (the A/A control on CPU per request, every cell), within {budget} of measuring: ",
+        target.half_width * 100.0,
+    );
+    let cells = s
+        .resolution
+        .iter()
+        .filter(|r| r.metric == Metric::CpuPerRequest)
+        .count();
+    if cells == 0 {
+        return aim + "not judged — this run has no A/A control.\n\n";
+    }
+    let open = target.open(s);
+    if open.is_empty() {
+        return aim
+            + &format!(
+                "reached in every cell after {} rounds ({planned} planned, {added} added).\n\n",
+                st.rounds
+            );
+    }
+    let names: Vec<String> = open
+        .iter()
+        .map(|r| {
+            format!(
+                "{} c={}{}{} {}",
+                r.profile.name(),
+                r.conns,
+                r.load.suffix(),
+                route_suffix(&r.route),
+                pct(r.half_width)
+            )
+        })
+        .collect();
+    aim + &format!(
+        "**not reached** in {} of {cells} cells after {} rounds ({planned} planned, {added} added; the budget ran out first): {}.\n\n",
+        open.len(),
+        st.rounds,
+        names.join("; ")
+    )
+}
+
 fn route_suffix(route: &str) -> String {
     if route == "GET:/" {
         String::new()
@@ -108,12 +165,14 @@ fn route_suffix(route: &str) -> String {
 pub fn markdown(raw: &Raw, s: &Summary) -> String {
     let mut t = String::from("# rxbench results\n\n");
     let st = &raw.settings;
+    let factors = raw.machine.cost_factors();
     t += &format!(
-        "Engine: {}. Machine: {} ({} cores), kernel {}. Driver: {}. Started {} (commit {}){}.\n\n",
+        "Engine: {}. Machine: {} ({} cores), kernel {}{}. Driver: {}. Started {} (commit {}){}.\n\n",
         raw.engine,
         raw.machine.cpu_model,
         raw.machine.cores,
         raw.machine.kernel,
+        if factors.is_empty() { String::new() } else { format!(" ({factors})") },
         raw.driver,
         raw.started_utc,
         raw.commit.as_deref().unwrap_or("unknown"),
@@ -130,10 +189,18 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     } else {
         "(server, connection level, route)"
     };
+    let instances = if st.instances > 1 {
+        format!(" x {} instances of each configuration (separate processes, started in a shuffled order)", st.instances)
+    } else {
+        String::new()
+    };
     t += &format!(
-        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds, each driving every {cell} once for a {:.0} ms slice after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
+        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds{instances}, each driving every {cell} once for a {:.0} ms slice after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
         st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_s * 1000.0, st.slice_warmup_s * 1000.0, raw.schedule().describe(by_load), st.seed, raw.slices.len()
     );
+    if let Some(target) = &st.target {
+        t += &target_text(target, st, s);
+    }
     if by_load {
         let loads: Vec<String> = st
             .loads
@@ -143,7 +210,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         t += &format!("Load models: {}. Each is a level of the matrix like the connection count: a comparison pairs two servers under the same model, and each model has its own tables, resolution and evidence below.\n\n", loads.join("; "));
     }
     if !by_load {
-        t += &resolution_text(s);
+        t += &resolution_text(s, st.instances);
     }
     for n in &raw.notes {
         t += &format!("- {n}\n");
@@ -151,7 +218,18 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     if !raw.notes.is_empty() {
         t += "\n";
     }
-    t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then its 95 % bootstrap interval in brackets. `≈` means the interval contains no change: this run cannot tell the two apart, whatever the medians say. req/s is the median over slices in which the server was saturated (≥ {:.0} % CPU); CPU per request is the server's CPU time over the slice divided by the requests answered in it — the steadier of the two on a shared machine. ⚠: the server did not run what its column claims (see the evidence).\n\n", SATURATED * 100.0);
+    if st.instances > 1 {
+        t += &format!("How to read: each change is the ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the A/A control against io_uring), from all {k} instances of each over the same rounds: the ratio of their levels, then its 95 % interval over instances and rounds in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). `≈` means the interval contains no change: this run cannot tell the two apart, whatever the figures say. req/s is the median over slices in which the server was saturated (≥ {:.0} % CPU); CPU per request is the server's CPU time over the slice divided by the requests answered in it — the steadier of the two on a shared machine. ⚠: the server did not run what its column claims (see the evidence).\n\n", SATURATED * 100.0, k = st.instances);
+        let shown: Vec<&Comparison> = s
+            .comparisons
+            .iter()
+            .filter(|c| c.instances.is_some())
+            .collect();
+        let apart = shown.iter().filter(|c| c.significant).count();
+        t += &format!("Of the {} comparisons this run made, {apart} tell their two servers apart; were nothing different at all, chance alone would tell about {:.1} apart (one in twenty).\n\n", shown.len(), shown.len() as f64 / 20.0);
+    } else {
+        t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then its 95 % bootstrap interval in brackets. `≈` means the interval contains no change: this run cannot tell the two apart, whatever the medians say. req/s is the median over slices in which the server was saturated (≥ {:.0} % CPU); CPU per request is the server's CPU time over the slice divided by the requests answered in it — the steadier of the two on a shared machine. ⚠: the server did not run what its column claims (see the evidence).\n\n", SATURATED * 100.0);
+    }
 
     let mut routes = st.route_names();
     if routes.len() > 1 {
@@ -161,7 +239,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     for (load, part) in &parts {
         if by_load {
             t += &format!("# Load `{}`: {}\n\n", load.name(), load.describe());
-            t += &resolution_text(part);
+            t += &resolution_text(part, st.instances);
         }
         t += &load_tables(part, &routes);
     }
@@ -227,7 +305,7 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
     let present = s.subjects_of(profile, &COLUMNS);
     let mut t = format!("{title}:\n\n| conns |");
     for c in &present {
-        t += &format!(" {} |", c.heading());
+        t += &format!(" {} |", heading(s, profile, c, route));
     }
     t += "\n| --- |";
     for _ in &present {
@@ -273,6 +351,33 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
         t += "\n";
     }
     t + "\n"
+}
+
+/// A column's heading, and what it really ran where every row of it fell back (io_uring
+/// columns under `no-io-uring`): the figures beneath are then epoll's.
+fn heading(s: &Summary, profile: Profile, c: &Subject, route: &str) -> String {
+    let rows: Vec<&Row> = s
+        .rows
+        .iter()
+        .filter(|r| {
+            r.profile == profile && &r.config == c && (r.route == route || route == MEAN_ROUTE)
+        })
+        .collect();
+    let fell_back = !rows.is_empty()
+        && rows.iter().all(|r| {
+            r.note
+                .as_deref()
+                .is_some_and(|n| n.contains("fell back to"))
+        });
+    if fell_back {
+        format!(
+            "{} — ran {} (io_uring denied)",
+            c.heading(),
+            rows[0].backend_observed
+        )
+    } else {
+        c.heading().to_string()
+    }
 }
 
 /// What the seccomp filter itself costs: each profile against `relaxed`, same configuration.

@@ -3,40 +3,50 @@
 
 use std::collections::BTreeMap;
 
-use super::{CellKey, Metric, RouteMean, Row, MEAN_ROUTE};
+use super::{ByInstance, CellKey, Metric, RouteMean, Row, MEAN_ROUTE};
 use crate::model::{LoadModel, Profile, ServerKey, Subject};
+use crate::stats::instances::Series;
 
 /// Adds the per-round mean over the routes (rounds where every route measured) as the
-/// [`MEAN_ROUTE`] series of each server and level.
+/// [`MEAN_ROUTE`] series of each server, instance and level.
 pub(super) fn add_route_means(
-    series: &mut BTreeMap<(CellKey, Metric), BTreeMap<u32, f64>>,
+    series: &mut BTreeMap<(CellKey, Metric), ByInstance>,
     routes: &[String],
 ) {
-    let mut means: BTreeMap<(CellKey, Metric), BTreeMap<u32, f64>> = BTreeMap::new();
+    let mut means: BTreeMap<(CellKey, Metric), ByInstance> = BTreeMap::new();
     let keys: std::collections::BTreeSet<(ServerKey, LoadModel, u32, Metric)> = series
         .keys()
         .map(|((k, l, c, _), m)| (k.clone(), *l, *c, *m))
         .collect();
     for (key, load, conns, metric) in keys {
-        let per_route: Vec<&BTreeMap<u32, f64>> = routes
+        let per_route: Vec<&ByInstance> = routes
             .iter()
             .filter_map(|r| series.get(&((key.clone(), load, conns, r.clone()), metric)))
             .collect();
         if per_route.len() != routes.len() {
             continue;
         }
-        let rounds = per_route[0]
-            .keys()
-            .filter(|r| per_route.iter().all(|s| s.contains_key(r)));
-        let out: BTreeMap<u32, f64> = rounds
-            .map(|r| {
-                (
-                    *r,
-                    per_route.iter().map(|s| s[r]).sum::<f64>() / routes.len() as f64,
-                )
-            })
-            .collect();
-        means.insert(((key, load, conns, MEAN_ROUTE.into()), metric), out);
+        let mut by_instance = ByInstance::new();
+        for instance in per_route[0].keys() {
+            let Some(per_route): Option<Vec<&Series>> =
+                per_route.iter().map(|by| by.get(instance)).collect()
+            else {
+                continue;
+            };
+            let rounds = per_route[0]
+                .keys()
+                .filter(|r| per_route.iter().all(|s| s.contains_key(r)));
+            let out: Series = rounds
+                .map(|r| {
+                    (
+                        *r,
+                        per_route.iter().map(|s| s[r]).sum::<f64>() / routes.len() as f64,
+                    )
+                })
+                .collect();
+            by_instance.insert(*instance, out);
+        }
+        means.insert(((key, load, conns, MEAN_ROUTE.into()), metric), by_instance);
     }
     series.extend(means);
 }

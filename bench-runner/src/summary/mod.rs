@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{LoadModel, Profile, Raw, ServerConfig, ServerKey, Slice, Subject};
+use crate::stats::instances::{self, Series};
 use crate::stats::{bootstrap_median, paired_ratios, seed_for, Interval};
 
 mod means;
@@ -33,6 +34,8 @@ pub enum Metric {
 }
 
 impl Metric {
+    pub const ALL: [Metric; 3] = [Metric::CpuPerRequest, Metric::Rps, Metric::P50];
+
     /// Its part of the name that seeds each comparison's bootstrap. Frozen (it was once the
     /// variant's `Debug` text): renaming a variant must not move every published interval.
     pub fn seed_name(self) -> &'static str {
@@ -120,7 +123,13 @@ pub struct Comparison {
     pub ci95_high: f64,
     /// The interval excludes 1.
     pub significant: bool,
+    /// Rounds behind the interval: pairs with one instance; with several, the fewest rounds
+    /// an instance of either side measured.
     pub pairs: usize,
+    /// Instances per configuration when there were several: the interval then samples
+    /// instances as well as rounds ([`crate::stats::instances`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<u32>,
 }
 
 impl Comparison {
@@ -227,6 +236,8 @@ impl Summary {
 
 /// Cell key: server, load model, connection level, route.
 type CellKey = (ServerKey, LoadModel, u32, String);
+/// A cell's values: instance -> round -> value.
+type ByInstance = BTreeMap<u32, Series>;
 
 pub fn summarise(raw: &Raw) -> Summary {
     let cpus = raw.settings.server_cpus.len().max(1);
@@ -256,29 +267,28 @@ pub fn summarise(raw: &Raw) -> Summary {
         })
         .collect();
 
-    // Per cell and metric: round -> value, for the pairing.
-    let mut series: BTreeMap<(CellKey, Metric), BTreeMap<u32, f64>> = BTreeMap::new();
+    // Per cell and metric: instance -> round -> value, for the pairing.
+    let mut series: BTreeMap<(CellKey, Metric), ByInstance> = BTreeMap::new();
     for (key, slices) in &cells {
+        let mut put = |metric: Metric, s: &Slice, v: f64| {
+            series
+                .entry((key.clone(), metric))
+                .or_default()
+                .entry(s.instance)
+                .or_default()
+                .insert(s.round, v);
+        };
         for s in slices.iter().filter(|s| s.ok()) {
             if let Some(c) = s.cpu_us_per_request() {
-                series
-                    .entry((key.clone(), Metric::CpuPerRequest))
-                    .or_default()
-                    .insert(s.round, c);
+                put(Metric::CpuPerRequest, s, c);
             }
             if let Some(r) = &s.report {
-                series
-                    .entry((key.clone(), Metric::P50))
-                    .or_default()
-                    .insert(s.round, r.latency.p50_us);
+                put(Metric::P50, s, r.latency.p50_us);
             }
             // req/s only where the server set the pace.
             if let (Some(r), Some(u)) = (s.rps(), s.utilisation(cpus)) {
                 if u >= SATURATED {
-                    series
-                        .entry((key.clone(), Metric::Rps))
-                        .or_default()
-                        .insert(s.round, r);
+                    put(Metric::Rps, s, r);
                 }
             }
         }
@@ -289,7 +299,7 @@ pub fn summarise(raw: &Raw) -> Summary {
     }
 
     let mut comparisons = Vec::new();
-    let servers: Vec<ServerKey> = raw.servers.iter().map(|s| s.key.clone()).collect();
+    let servers: Vec<ServerKey> = raw.configurations();
     let mut route_names = routes.clone();
     if routes.len() > 1 {
         route_names.push(MEAN_ROUTE.into());
@@ -299,26 +309,59 @@ pub fn summarise(raw: &Raw) -> Summary {
         .iter()
         .map(|r| Subject::Foreign(r.as_str().into()))
         .collect();
+    let instances = raw.settings.instances;
+    let get = |k: &ServerKey, (load, conns, route, metric): (LoadModel, u32, &String, Metric)| {
+        series.get(&((k.clone(), load, conns, route.clone()), metric))
+    };
+    // Two or more instances: every configuration of a cell fitted together, once per cell.
+    let mut fits = BTreeMap::new();
+    if instances > 1 {
+        for &load in &raw.settings.loads {
+            for &conns in &raw.settings.conns {
+                for route in &route_names {
+                    for metric in Metric::ALL {
+                        let at = (load, conns, route, metric);
+                        let groups: Vec<Vec<&Series>> = servers
+                            .iter()
+                            .map(|k| get(k, at).map_or(vec![], |by| by.values().collect()))
+                            .collect();
+                        fits.insert(
+                            (load, conns, route.clone(), metric),
+                            instances::fit(&groups),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let position = |k: &ServerKey| servers.iter().position(|s| s == k);
     for pair in comparison_pairs(&servers, &references) {
         for &load in &raw.settings.loads {
             for &conns in &raw.settings.conns {
                 for route in &route_names {
-                    for metric in [Metric::CpuPerRequest, Metric::Rps, Metric::P50] {
-                        let get = |k: &ServerKey| {
-                            series.get(&((k.clone(), load, conns, route.clone()), metric))
+                    for metric in Metric::ALL {
+                        let at = (load, conns, route, metric);
+                        let interval = match fits.get(&(load, conns, route.clone(), metric)) {
+                            Some(fit) => position(&pair.0)
+                                .zip(position(&pair.1))
+                                .and_then(|(a, b)| fit.compare(a, b)),
+                            None => {
+                                let one = |k: &ServerKey| get(k, at).and_then(|by| by.get(&0));
+                                let (Some(a), Some(b)) = (one(&pair.0), one(&pair.1)) else {
+                                    continue;
+                                };
+                                let name = format!(
+                                    "{}{}|{}|{conns}|{route}|{}",
+                                    load.seed_prefix(),
+                                    pair.0,
+                                    pair.1,
+                                    metric.seed_name()
+                                );
+                                let seed = seed_for(raw.settings.seed, &name);
+                                bootstrap_median(&paired_ratios(a, b), seed)
+                            }
                         };
-                        let (Some(a), Some(b)) = (get(&pair.0), get(&pair.1)) else {
-                            continue;
-                        };
-                        let name = format!(
-                            "{}{}|{}|{conns}|{route}|{}",
-                            load.seed_prefix(),
-                            pair.0,
-                            pair.1,
-                            metric.seed_name()
-                        );
-                        let seed = seed_for(raw.settings.seed, &name);
-                        let Some(i) = bootstrap_median(&paired_ratios(a, b), seed) else {
+                        let Some(i) = interval else {
                             continue;
                         };
                         comparisons.push(Comparison {
@@ -335,6 +378,7 @@ pub fn summarise(raw: &Raw) -> Summary {
                             ci95_high: i.high,
                             significant: i.excludes_one(),
                             pairs: i.n,
+                            instances: (instances > 1).then_some(instances),
                         });
                     }
                 }

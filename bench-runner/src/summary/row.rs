@@ -5,7 +5,8 @@ use wire::{Backend, IoUringState};
 
 use super::{Row, SATURATED};
 use crate::model::{
-    BackendSeen, Failure, LoadModel, Raw, ServerConfig, ServerCounters, ServerKey, Slice, Startup,
+    BackendSeen, Failure, LoadModel, Raw, ServerConfig, ServerCounters, ServerKey, ServerRecord,
+    Slice, Startup,
 };
 use crate::stats::median;
 
@@ -47,22 +48,50 @@ pub(super) fn row(
         .iter()
         .filter(|u| u.is_none_or(|u| u < SATURATED))
         .count();
-    let record = raw.server(key);
-    let startup = record.and_then(|r| r.startup.as_ref());
+    let records: Vec<&ServerRecord> = raw.instances_of(key).collect();
+    let started: Vec<&Startup> = records.iter().filter_map(|r| r.startup.as_ref()).collect();
+    let startup = started.first().copied();
     let backend = startup.map_or("unknown".into(), |s| s.backend.to_string());
     let io_uring = startup.map_or("unknown".into(), Startup::io_uring_text);
     let (mut flag, mut note) = match (key.config.own(), startup) {
         (Some(config), Some(startup)) => judge(config, startup),
         _ => (None, None),
     };
-    let never_started = record.is_some_and(|r| r.startup.is_none() && !r.events.is_empty());
-    if never_started {
-        // A result, not a crash of the run: say what the server itself said last.
-        let last = record
-            .and_then(|r| r.events.last())
+    // What an instance itself said last, when it failed to start.
+    let last_said = |r: &ServerRecord| {
+        r.events
+            .last()
             .and_then(|e| e.detail().lines().rev().find(|l| !l.trim().is_empty()))
-            .unwrap_or("");
-        flag = Some(format!("did not start: {last}"));
+            .unwrap_or("")
+            .to_string()
+    };
+    let unstarted: Vec<&&ServerRecord> = records
+        .iter()
+        .filter(|r| r.startup.is_none() && !r.events.is_empty())
+        .collect();
+    let record = records.first().copied();
+    if !unstarted.is_empty() && unstarted.len() == records.len() {
+        // A result, not a crash of the run: say what the server itself said last.
+        flag = Some(format!("did not start: {}", last_said(unstarted[0])));
+    } else if let Some(r) = unstarted.first() {
+        flag = Some(format!(
+            "{} of {} instances did not start: {}",
+            unstarted.len(),
+            records.len(),
+            last_said(r)
+        ));
+    } else if started
+        .iter()
+        .any(|s| s.backend != started[0].backend || s.io_uring != started[0].io_uring)
+    {
+        flag = Some(format!(
+            "its instances ran different backends: {}",
+            started
+                .iter()
+                .map(|s| format!("{} ({})", s.backend, s.io_uring_text()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     } else if slices.is_empty() {
         let why = record
             .and_then(|r| r.events.last())

@@ -44,10 +44,26 @@ pub fn synthetic(
     cost: impl Fn(&ServerKey, u32) -> f64,
     util: impl Fn(&ServerKey, u32) -> f64,
 ) -> Raw {
+    synthetic_instances(servers, 1, rounds, |k, _, r| cost(k, r), util)
+}
+
+/// [`synthetic`] with `instances` resident servers of each configuration, `cost(key,
+/// instance, round)` giving each its own.
+pub fn synthetic_instances(
+    servers: &[ServerKey],
+    instances: u32,
+    rounds: u32,
+    cost: impl Fn(&ServerKey, u32, u32) -> f64,
+    util: impl Fn(&ServerKey, u32) -> f64,
+) -> Raw {
     let mut slices = Vec::new();
+    let residents: Vec<(&ServerKey, u32)> = servers
+        .iter()
+        .flat_map(|k| (0..instances).map(move |i| (k, i)))
+        .collect();
     for round in 1..=rounds {
-        for (i, k) in servers.iter().enumerate() {
-            let c = cost(k, round);
+        for (i, &(k, instance)) in residents.iter().enumerate() {
+            let c = cost(k, instance, round);
             let u = util(k, round);
             // Requests the server can do in the window at that cost and utilisation.
             let requests = (u * 1e6 / c) as u64;
@@ -55,6 +71,7 @@ pub fn synthetic(
                 round,
                 position: i as u32,
                 server: k.clone(),
+                instance,
                 load: LoadModel::KeepAlive,
                 conns: 64,
                 route: driver::target::Route::get_root(),
@@ -92,16 +109,21 @@ pub fn synthetic(
             conns: vec![64],
             routes: vec![driver::target::Route::get_root()],
             seed: 9,
+            instances,
+            calibration_group: None,
+            target: None,
+            planned_rounds: None,
             schedule: None,
             server_cpus: vec![0],
             load_cpus: vec![1],
             network: "host".into(),
             target_host: "127.0.0.1".into(),
         },
-        servers: servers
+        servers: residents
             .iter()
-            .map(|k| ServerRecord {
+            .map(|&(k, instance)| ServerRecord {
                 key: k.clone(),
+                instance,
                 port: 3000,
                 startup: Some(Startup {
                     line: String::new(),

@@ -1,5 +1,8 @@
-//! Statistics with no I/O: medians, the percentile bootstrap of a median, paired ratios, and
+//! Statistics with no I/O: medians, the percentile bootstrap of a median, paired ratios, the
+//! two-level interval of configurations run as several instances ([`instances`]), and
 //! how a ratio with its interval is printed.
+
+pub mod instances;
 
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
