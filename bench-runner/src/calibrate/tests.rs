@@ -1,15 +1,10 @@
-use rand_core::{Rng, SeedableRng};
+use rand_core::SeedableRng;
 use rand_pcg::Pcg64;
 
 use super::*;
 use crate::model::{Profile, ServerConfig};
+use crate::stats::tests::normal;
 use crate::summary::tests::synthetic_instances;
-
-fn normal(rng: &mut Pcg64) -> f64 {
-    let u = |r: &mut Pcg64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let (a, b) = (u(rng), u(rng));
-    (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
-}
 
 /// 8 instances each of rx and io_uring whose processes differ by `instance_sd`, slices by 1 %,
 /// the machine drifting ±10 % a round.

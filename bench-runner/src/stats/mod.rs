@@ -153,12 +153,13 @@ pub fn short_ms(us: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    /// Standard normal samples (Box–Muller) from a seeded generator.
-    fn normal(rng: &mut Pcg64) -> f64 {
+    /// Standard normal samples (Box–Muller) from a seeded generator, for every simulation
+    /// of the crate's tests.
+    pub(crate) fn normal(rng: &mut Pcg64) -> f64 {
         let u = |r: &mut Pcg64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
         let (a, b) = (u(rng), u(rng));
         (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()

@@ -1,16 +1,11 @@
 use std::collections::BTreeMap;
 
-use rand_core::{Rng, SeedableRng};
+use rand_core::SeedableRng;
 use rand_pcg::Pcg64;
 
 use super::*;
+use crate::stats::tests::normal;
 use crate::stats::{bootstrap_median, paired_ratios};
-
-fn normal(rng: &mut Pcg64) -> f64 {
-    let u = |r: &mut Pcg64| ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let (a, b) = (u(rng), u(rng));
-    (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
-}
 
 /// A simulated cell: `configs` configurations of `k` instances over `rounds` rounds, each
 /// configuration `truth[c]` on the log scale, every instance its own N(0, `instance_sd`) luck,
