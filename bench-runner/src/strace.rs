@@ -43,7 +43,8 @@ pub enum StraceError {
     NoRows(String),
 }
 
-/// A syscall profile for every server `which` chooses, into the record.
+/// A syscall profile for every configuration `which` chooses (from its first instance), into
+/// the record.
 pub async fn profiles<E: Engine>(
     pool: &mut Pool<'_, E>,
     plan: &Plan,
@@ -55,11 +56,13 @@ pub async fn profiles<E: Engine>(
 ) {
     let (load, conns, route) = (plan.loads[0], plan.conns[0], plan.routes[0].clone());
     for i in 0..pool.specs.len() {
-        let chosen = match which {
-            StraceSlices::Off => false,
-            StraceSlices::Foreign => pool.specs[i].foreign.is_some(),
-            StraceSlices::All => true,
-        };
+        // A syscall profile is the configuration's: its first instance gives it.
+        let chosen = pool.specs[i].instance == 0
+            && match which {
+                StraceSlices::Off => false,
+                StraceSlices::Foreign => pool.specs[i].foreign.is_some(),
+                StraceSlices::All => true,
+            };
         if !chosen || setup.abort.load(std::sync::atomic::Ordering::Relaxed) {
             continue;
         }

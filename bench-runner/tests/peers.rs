@@ -113,7 +113,8 @@ fn a_quick_peers_run_measures_every_peer_and_profiles_its_syscalls() {
             .find(|r| r["config"] == *name)
             .unwrap_or_else(|| panic!("no row for {name}"));
         assert!(row["flag"].is_null(), "{name}: {row}");
-        assert_eq!(row["rounds_ok"], 5, "{name}: {row}");
+        // Two instances over the quick run's 3 rounds.
+        assert_eq!(row["rounds_ok"], 6, "{name}: {row}");
         assert!(row["cpu_us_per_request"].as_f64().unwrap() > 0.0, "{name}");
         let record = raw["servers"]
             .as_array()
