@@ -272,7 +272,7 @@ fn load_tables(s: &Summary, routes: &[String]) -> String {
             for (title, metric) in [
                 ("req/s", Metric::Rps),
                 ("CPU per request (µs)", Metric::CpuPerRequest),
-                ("P50 latency", Metric::P50),
+                ("P50 latency (where a column has its baseline, the paired change alone: each histogram keeps two significant digits, coarser than the change; every P50 is in the evidence)", Metric::P50),
             ] {
                 t += &seed_table(s, profile, route, title, metric);
             }
@@ -344,9 +344,13 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
             let change = c
                 .baseline()
                 .and_then(|b| comparison(s, profile, c, (profile, &b), n, route, metric))
-                .map(|x| format!(" {}", ratio_text(&x.interval())))
-                .unwrap_or_default();
-            t += &format!(" {value}{change} |");
+                .map(|x| ratio_text(&x.interval()));
+            t += &match (change, metric) {
+                // Two bucketed P50s side by side could read as equal beside a real change.
+                (Some(change), Metric::P50) => format!(" {change} |"),
+                (Some(change), _) => format!(" {value} {change} |"),
+                (None, _) => format!(" {value} |"),
+            };
         }
         t += "\n";
     }
