@@ -24,6 +24,8 @@ pub const MIN_ROUNDS: usize = 3;
 /// Fewer degrees of freedom for the instance variance than this give no interval (t's 97.5 %
 /// point is 12.7 at one).
 pub const MIN_DF: usize = 2;
+/// A normal distribution's standard deviation over its median absolute deviation.
+const MAD_TO_SD: f64 = 1.4826;
 /// Median-polish sweeps: the fit moves by less than 1e-9 after a handful.
 const SWEEPS: usize = 12;
 
@@ -94,11 +96,13 @@ pub fn fit(configs: &[Vec<&Series>]) -> Fit {
         }
         let k = mine.len();
         let mean = mine.iter().map(|&i| effects[i]).sum::<f64>() / k as f64;
-        let (sq, count) = mine
+        // The rounds' noise from the residuals' median absolute deviation: robust, as the
+        // levels are, so that one slow slice does not widen every interval it touches.
+        let abs: Vec<f64> = mine
             .iter()
-            .flat_map(|&i| residuals[i].iter())
-            .fold((0.0, 0usize), |(s, n), e| (s + e * e, n + 1));
-        let noise = sq / count as f64 * inflate;
+            .flat_map(|&i| residuals[i].iter().map(|e| e.abs()))
+            .collect();
+        let noise = (MAD_TO_SD * median(&abs).unwrap_or(0.0)).powi(2) * inflate;
         // Each instance's level is a median-like summary of its rounds: variance about
         // (π/2)·σ²/n for normal noise.
         let per_instance: Vec<f64> = mine
