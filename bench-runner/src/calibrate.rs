@@ -8,10 +8,10 @@
 use serde::Serialize;
 
 use crate::cli::{CalibrateArgs, DriverChoice, Network, RunArgs, StraceSlices};
-use crate::model::{LoadModel, Raw, ServerKey, Slice};
+use crate::model::{LoadModel, Raw, ServerKey};
 use crate::stats::instances::{self, Series};
 use crate::stats::{bootstrap_median, median, paired_ratios, seed_for, Interval};
-use crate::summary::{Metric, SATURATED};
+use crate::summary::{slice_value, Metric};
 
 /// Instances of each configuration in the study unless `--instances` says otherwise.
 pub const DEFAULT_INSTANCES: u32 = 8;
@@ -128,7 +128,7 @@ pub fn analyse(raw: &Raw, group: u32) -> Calibration {
                         && s.conns == conns
                         && Some(s.route.to_string()) == route
                 }) {
-                    if let Some(v) = value(s, metric, cpus) {
+                    if let Some(v) = slice_value(s, metric, cpus) {
                         let i = s.instance as usize;
                         if by.len() <= i {
                             by.resize(i + 1, Series::new());
@@ -196,18 +196,6 @@ pub fn analyse(raw: &Raw, group: u32) -> Calibration {
         old: total(|c| &c.old),
         new: total(|c| &c.new),
         cells,
-    }
-}
-
-/// A slice's value on `metric`, as the summary pairs them (req/s only where saturated).
-fn value(s: &Slice, metric: Metric, cpus: usize) -> Option<f64> {
-    if !s.ok() {
-        return None;
-    }
-    match metric {
-        Metric::CpuPerRequest => s.cpu_us_per_request(),
-        Metric::Rps => s.utilisation(cpus).filter(|u| *u >= SATURATED).and(s.rps()),
-        Metric::P50 => s.report.as_ref().map(|r| r.latency.p50_us),
     }
 }
 

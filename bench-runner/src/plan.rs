@@ -9,7 +9,7 @@ use rand_core::SeedableRng;
 use rand_pcg::Pcg64;
 
 use crate::cli::{Network, RunArgs};
-use crate::model::{Launch, LoadModel, Profile, ServerConfig, ServerKey, Subject};
+use crate::model::{instance_label, Launch, LoadModel, Profile, ServerConfig, ServerKey, Subject};
 use crate::stats::below;
 
 /// Arguments that make no plan, each named.
@@ -336,11 +336,7 @@ impl Plan {
         };
         let load = c.load.suffix();
         let (key, instance) = self.resident(c.server);
-        let instance = if self.instances > 1 {
-            format!("#{}", instance + 1)
-        } else {
-            String::new()
-        };
+        let instance = instance_label(instance, self.instances);
         format!("{key}{instance} c={}{load}{route}", c.conns)
     }
 }

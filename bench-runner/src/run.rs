@@ -12,7 +12,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::cli::{EngineChoice, Network, RunArgs};
 use crate::engine::{self, Engine, EngineError, Picked, ServerSpec};
 use crate::load::{self, LoadDriver, LoadError, Setup};
-use crate::model::{LoadModel, Raw, Schedule, ServerRecord, Settings, Slice, SCHEMA};
+use crate::model::{
+    instance_label, LoadModel, Raw, Schedule, ServerRecord, Settings, Slice, SCHEMA,
+};
 use crate::plan::{make_plan, Plan, PlanError};
 use crate::pool::Pool;
 use crate::record::RecordError;
@@ -213,11 +215,7 @@ fn specs(plan: &Plan, args: &RunArgs, cpus: &[usize], network: Option<&str>) -> 
                 "rxbench-{}-{}{}-{}",
                 key.profile.name(),
                 key.config.name().replace('_', ""),
-                if plan.instances > 1 {
-                    format!("-i{}", instance + 1)
-                } else {
-                    String::new()
-                },
+                instance_label(instance, plan.instances).replace('#', "-i"),
                 std::process::id()
             ),
             port: if network.is_some() {
@@ -270,7 +268,7 @@ impl Rounds<'_> {
         // Slices say when they ran from here, the servers' start-up included.
         let t0 = Instant::now();
         if pool.specs.iter().any(|s| s.network.is_none()) {
-            check_ports(&pool.specs)?;
+            check_ports(&pool.specs, self.plan.instances)?;
         }
         eprintln!(
             "bench-runner: starting {} resident servers…",
@@ -415,17 +413,13 @@ fn check_port_reuse(args: &RunArgs) -> Result<()> {
 }
 
 /// Every host-network server needs its own free port: say which is taken before starting any.
-fn check_ports(specs: &[ServerSpec]) -> Result<()> {
+fn check_ports(specs: &[ServerSpec], instances: u32) -> Result<()> {
     for s in specs {
         if let Err(error) = std::net::TcpListener::bind(("0.0.0.0", s.port)) {
-            let several = specs.iter().any(|o| o.instance > 0);
+            let label = instance_label(s.instance, instances);
             return Err(RunError::PortTaken {
                 port: s.port,
-                server: if several {
-                    format!("{} #{}", s.key, s.instance + 1)
-                } else {
-                    s.key.to_string()
-                },
+                server: format!("{} {label}", s.key).trim_end().to_string(),
                 error,
             });
         }
@@ -434,11 +428,7 @@ fn check_ports(specs: &[ServerSpec]) -> Result<()> {
 }
 
 fn describe_slice(s: &Slice, cpus: usize, instances: u32) -> String {
-    let instance = if instances > 1 {
-        format!("#{}", s.instance + 1)
-    } else {
-        String::new()
-    };
+    let instance = instance_label(s.instance, instances);
     let cell = format!("{}{instance} c={}{}", s.server, s.conns, s.load.suffix());
     match (&s.report, &s.error) {
         (Some(r), None) => format!(

@@ -199,6 +199,15 @@ pub struct Raw {
     pub complete: bool,
 }
 
+/// How a name shows instance `instance` (from 0) of `of`: `#2`, or nothing with one.
+pub fn instance_label(instance: u32, of: u32) -> String {
+    if of > 1 {
+        format!("#{}", instance + 1)
+    } else {
+        String::new()
+    }
+}
+
 fn one() -> u32 {
     1
 }
@@ -219,11 +228,6 @@ impl Settings {
 }
 
 impl Raw {
-    /// The first instance of `key`.
-    pub fn server(&self, key: &ServerKey) -> Option<&ServerRecord> {
-        self.servers.iter().find(|s| &s.key == key)
-    }
-
     /// The configurations, in the order of the run's servers (each once, however many
     /// instances it had).
     pub fn configurations(&self) -> Vec<ServerKey> {

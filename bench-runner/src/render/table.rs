@@ -104,6 +104,12 @@ fn resolution_text(s: &Summary, instances: u32) -> String {
     t
 }
 
+/// What every run's "How to read" says after how its intervals are made (`shown`: what
+/// the run's figures are, to be told apart or not).
+fn how_to_read_rest(shown: &str) -> String {
+    format!("`≈` means the interval contains no change: this run cannot tell the two apart, whatever the {shown} say. req/s is the median over slices in which the server was saturated (≥ {:.0} % CPU); CPU per request is the server's CPU time over the slice divided by the requests answered in it — the steadier of the two on a shared machine. ⚠: the server did not run what its column claims (see the evidence).\n\n", SATURATED * 100.0)
+}
+
 /// Whether the run reached its `--target-resolution`, and where it did not.
 fn target_text(target: &crate::target::Target, st: &crate::model::Settings, s: &Summary) -> String {
     let planned = st.planned_rounds.unwrap_or(st.rounds);
@@ -219,7 +225,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         t += "\n";
     }
     if st.instances > 1 {
-        t += &format!("How to read: each change is the ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the A/A control against io_uring), from all {k} instances of each over the same rounds: the ratio of their levels, then its 95 % interval over instances and rounds in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). `≈` means the interval contains no change: this run cannot tell the two apart, whatever the figures say. req/s is the median over slices in which the server was saturated (≥ {:.0} % CPU); CPU per request is the server's CPU time over the slice divided by the requests answered in it — the steadier of the two on a shared machine. ⚠: the server did not run what its column claims (see the evidence).\n\n", SATURATED * 100.0, k = st.instances);
+        t += &format!("How to read: each change is the ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the A/A control against io_uring), from all {k} instances of each over the same rounds: the ratio of their levels, then its 95 % interval over instances and rounds in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). {}", how_to_read_rest("figures"), k = st.instances);
         let shown: Vec<&Comparison> = s
             .comparisons
             .iter()
@@ -228,7 +234,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         let apart = shown.iter().filter(|c| c.significant).count();
         t += &format!("Of the {} comparisons this run made, {apart} tell their two servers apart; were nothing different at all, chance alone would tell about {:.1} apart (one in twenty).\n\n", shown.len(), shown.len() as f64 / 20.0);
     } else {
-        t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then its 95 % bootstrap interval in brackets. `≈` means the interval contains no change: this run cannot tell the two apart, whatever the medians say. req/s is the median over slices in which the server was saturated (≥ {:.0} % CPU); CPU per request is the server's CPU time over the slice divided by the requests answered in it — the steadier of the two on a shared machine. ⚠: the server did not run what its column claims (see the evidence).\n\n", SATURATED * 100.0);
+        t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then its 95 % bootstrap interval in brackets. {}", how_to_read_rest("medians"));
     }
 
     let mut routes = st.route_names();

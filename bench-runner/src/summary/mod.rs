@@ -234,6 +234,19 @@ impl Summary {
     }
 }
 
+/// A slice's value on `metric`, as comparisons pair them: none from a failed slice, and req/s
+/// only where the server set the pace (saturated).
+pub fn slice_value(s: &Slice, metric: Metric, cpus: usize) -> Option<f64> {
+    if !s.ok() {
+        return None;
+    }
+    match metric {
+        Metric::CpuPerRequest => s.cpu_us_per_request(),
+        Metric::Rps => s.utilisation(cpus).filter(|u| *u >= SATURATED).and(s.rps()),
+        Metric::P50 => s.report.as_ref().map(|r| r.latency.p50_us),
+    }
+}
+
 /// Cell key: server, load model, connection level, route.
 type CellKey = (ServerKey, LoadModel, u32, String);
 /// A cell's values: instance -> round -> value.
@@ -278,17 +291,10 @@ pub fn summarise(raw: &Raw) -> Summary {
                 .or_default()
                 .insert(s.round, v);
         };
-        for s in slices.iter().filter(|s| s.ok()) {
-            if let Some(c) = s.cpu_us_per_request() {
-                put(Metric::CpuPerRequest, s, c);
-            }
-            if let Some(r) = &s.report {
-                put(Metric::P50, s, r.latency.p50_us);
-            }
-            // req/s only where the server set the pace.
-            if let (Some(r), Some(u)) = (s.rps(), s.utilisation(cpus)) {
-                if u >= SATURATED {
-                    put(Metric::Rps, s, r);
+        for s in slices.iter() {
+            for metric in Metric::ALL {
+                if let Some(v) = slice_value(s, metric, cpus) {
+                    put(metric, s, v);
                 }
             }
         }
