@@ -41,6 +41,8 @@ pub enum StraceError {
     },
     #[error("strace's table has no rows: {0}")]
     NoRows(String),
+    #[error("the server answered no request in the slice under strace (too slowed to serve)")]
+    NoRequests,
 }
 
 /// A syscall profile for every configuration `which` chooses (from its first instance), into
@@ -149,6 +151,10 @@ async fn profile_one<E: Engine>(
     profile.calls = StraceProfile::parse_calls(&table);
     if profile.calls.is_empty() {
         return Err(StraceError::NoRows(table.trim().to_string()));
+    }
+    // Its calls are kept, but without a request they are no one's "per request".
+    if profile.requests == 0 {
+        return Err(StraceError::NoRequests);
     }
     Ok(())
 }
