@@ -336,8 +336,8 @@ pub struct RunArgs {
     /// server is from a responder it should not beat
     #[arg(long = "reference", value_name = "NAME")]
     pub references: Vec<String>,
-    /// Syscall profiles: one extra slice per server under `strace -c -f` after the rounds,
-    /// at the first connection level and route (native servers and a local engine's containers;
+    /// Syscall profiles: one extra slice (at least 2 s) per server under `strace -c -f` after
+    /// the rounds, at the first connection level and route (native servers and a local engine's containers;
     /// needs strace and the right to ptrace)
     #[arg(long, value_enum, default_value_t = StraceSlices::Foreign)]
     pub strace: StraceSlices,
