@@ -11,6 +11,7 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use common::hostile::Malformed;
 use common::{Launch, Server};
 use proptest::prelude::*;
 
@@ -70,61 +71,6 @@ impl Valid {
             }
             Valid::Head(id) => (200, id.as_bytes().to_vec(), false),
             _ => (200, vec![], true),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Malformed {
-    BareLfInExtension,
-    LfInTrailer,
-    TeOnHttp10,
-    LengthAndChunked,
-    BadLength,
-    TwoHosts,
-    NoHost,
-    Gzip,
-    Garbage,
-    BadChunkData,
-}
-
-impl Malformed {
-    const ALL: [Malformed; 10] = [
-        Malformed::BareLfInExtension,
-        Malformed::LfInTrailer,
-        Malformed::TeOnHttp10,
-        Malformed::LengthAndChunked,
-        Malformed::BadLength,
-        Malformed::TwoHosts,
-        Malformed::NoHost,
-        Malformed::Gzip,
-        Malformed::Garbage,
-        Malformed::BadChunkData,
-    ];
-
-    /// The request, with a request for `/user/hidden` smuggled where a lenient parser would
-    /// find one.
-    fn bytes(self) -> Vec<u8> {
-        let hidden = "GET /user/hidden HTTP/1.1\r\nHost: t\r\n\r\n";
-        match self {
-            Malformed::BareLfInExtension => format!("POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1;a\n{hidden}x\r\n0\r\n\r\n"),
-            Malformed::LfInTrailer => format!("POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: 1\n{hidden}\r\n"),
-            Malformed::TeOnHttp10 => format!("POST /user HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n{hidden}"),
-            Malformed::LengthAndChunked => format!("POST /user HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n{hidden}"),
-            Malformed::BadLength => format!("POST /user HTTP/1.1\r\nHost: t\r\nContent-Length: 1x\r\n\r\n{hidden}"),
-            Malformed::TwoHosts => format!("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n{hidden}"),
-            Malformed::NoHost => format!("GET / HTTP/1.1\r\n\r\n{hidden}"),
-            Malformed::Gzip => format!("POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n{hidden}"),
-            Malformed::Garbage => format!("NOT HTTP\r\n\r\n{hidden}"),
-            Malformed::BadChunkData => format!("POST /user HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n{hidden}"),
-        }
-        .into_bytes()
-    }
-
-    fn status(self) -> u16 {
-        match self {
-            Malformed::Gzip => 501,
-            _ => 400,
         }
     }
 }

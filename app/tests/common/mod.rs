@@ -8,6 +8,8 @@ use std::net::{Shutdown, TcpStream};
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
+pub mod hostile;
+
 pub const SERVER: &str = env!("CARGO_BIN_EXE_server");
 
 pub struct Server {
