@@ -201,6 +201,7 @@ pub async fn run_on<E: Engine>(
 
 /// Every server of the plan: its container name, port, CPUs and network.
 fn specs(plan: &Plan, args: &RunArgs, cpus: &[usize], network: Option<&str>) -> Vec<ServerSpec> {
+    let loopback = is_loopback(&args.target_host);
     (0..plan.residents())
         .map(|i| (i, plan.resident(i)))
         .map(|(i, (key, instance))| ServerSpec {
@@ -225,6 +226,7 @@ fn specs(plan: &Plan, args: &RunArgs, cpus: &[usize], network: Option<&str>) -> 
             },
             cpus: cpus.to_vec(),
             network: network.map(str::to_string),
+            loopback_only: network.is_none() && loopback == Some(true),
         })
         .collect()
 }
@@ -393,18 +395,23 @@ impl Rounds<'_> {
     }
 }
 
+/// Whether `host` resolves to a loopback address (`None`: it does not resolve).
+fn is_loopback(host: &str) -> Option<bool> {
+    use std::net::ToSocketAddrs;
+    (host, 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .map(|a| a.ip().is_loopback())
+}
+
 /// A connection per request must not run the client out of local ports: checked before any
 /// build or server start, for the address the driver will connect to.
 fn check_port_reuse(args: &RunArgs) -> Result<()> {
-    use std::net::ToSocketAddrs;
     let loopback = match args.network {
         // A container's address on the run's network: off loopback.
         Network::Bridge => Some(false),
-        Network::Host => (args.target_host.as_str(), 0)
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .map(|a| a.ip().is_loopback()),
+        Network::Host => is_loopback(&args.target_host),
     };
     if let Some(loopback) = loopback {
         driver::ports::check(loopback, &driver::ports::Sysctls::read())?;

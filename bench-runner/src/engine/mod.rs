@@ -36,6 +36,9 @@ pub struct ServerSpec {
     pub cpus: Vec<usize>,
     /// The run's own Docker network (`--network bridge`); `None`: host networking.
     pub network: Option<String>,
+    /// Host networking aimed at a loopback address: this project's server binds 127.0.0.1
+    /// only, so a benchmark server is never reachable from off the machine.
+    pub loopback_only: bool,
     /// How to start it, for a foreign server (`--server`).
     pub foreign: Option<ForeignServer>,
 }
@@ -53,6 +56,9 @@ impl ServerSpec {
                     .collect();
                 env.push((knobs::PORT.into(), self.port.to_string()));
                 env.push((knobs::WORKERS.into(), self.cpus.len().max(1).to_string()));
+                if self.loopback_only {
+                    env.push((knobs::BIND.into(), "127.0.0.1".into()));
+                }
                 env
             }
             (Subject::Foreign(_), f) => f.iter().flat_map(|f| f.env.clone()).collect(),

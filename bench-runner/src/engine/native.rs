@@ -229,6 +229,7 @@ mod tests {
             port: 1,
             cpus: vec![],
             network: None,
+            loopback_only: true,
             foreign: Some(ForeignServer {
                 name: "web".into(),
                 launch: Launch::Image("example/web".into()),
@@ -261,6 +262,19 @@ mod tests {
             matches!(e, EngineError::Spawn { .. }) && e.to_string().starts_with("starting "),
             "{e}"
         );
+        // Aimed at loopback, our server binds loopback only; on a network of its own, all.
+        let bind = |s: &ServerSpec| {
+            s.env()
+                .into_iter()
+                .find(|(k, _)| k == "APP_BIND")
+                .map(|(_, v)| v)
+        };
+        assert_eq!(bind(&own).as_deref(), Some("127.0.0.1"));
+        let open = ServerSpec {
+            loopback_only: false,
+            ..own
+        };
+        assert_eq!(bind(&open), None);
     }
 
     #[test]
