@@ -7,10 +7,12 @@
 
 use serde::Serialize;
 
-use crate::cli::{CalibrateArgs, DriverChoice, Network, RunArgs, StraceSlices};
+use crate::cli::{CalibrateArgs, DriverChoice, MeasureArgs, Network, RunArgs, StraceSlices};
 use crate::model::{LoadModel, Raw, ServerKey};
 use crate::stats::instances::{self, Series};
-use crate::stats::{bootstrap_median, median, paired_ratios, seed_for, Interval};
+use crate::stats::{
+    bootstrap_median, median, order_statistic_median, paired_ratios, seed_for, Interval,
+};
 use crate::summary::{slice_value, Metric};
 
 /// Instances of each configuration in the study unless `--instances` says otherwise.
@@ -19,9 +21,14 @@ pub const DEFAULT_INSTANCES: u32 = 8;
 /// The run the study measures: each configuration `--instances` times under one profile.
 pub fn run_args(a: &CalibrateArgs) -> RunArgs {
     let mut measure = a.measure.clone();
+    // The rounds of the runs it checks (`--instances` = the group), not of a run with this
+    // many instances; and fixed: the study has no A/A control to aim a target at.
+    let checked = MeasureArgs {
+        instances: Some(a.group),
+        ..a.measure.clone()
+    };
+    measure.rounds = Some(checked.rounds());
     measure.instances = Some(measure.instances.unwrap_or(DEFAULT_INSTANCES));
-    // The study has no A/A control to aim a target resolution at: its rounds are fixed.
-    measure.rounds = Some(measure.rounds());
     RunArgs {
         measure,
         profiles: vec![a.profile],
@@ -86,6 +93,8 @@ pub struct StudyCell {
     pub instances: usize,
     /// Every pair of its instances, one process each, slices bootstrapped.
     pub old: Tally,
+    /// The same pairs, the order-statistic interval `--instances 1` runs print now.
+    pub one: Tally,
     /// Every pair of its groups of `group` instances, the instance-level interval.
     pub new: Tally,
     /// How far apart two identical processes are here: the instance standard deviation the
@@ -100,6 +109,7 @@ pub struct Calibration {
     pub group: u32,
     pub cells: Vec<StudyCell>,
     pub old: Tally,
+    pub one: Tally,
     pub new: Tally,
 }
 
@@ -152,15 +162,17 @@ pub fn analyse(raw: &Raw, group: u32) -> Calibration {
                 .collect();
             let fit = instances::fit(&groups.iter().map(|(_, g)| g.clone()).collect::<Vec<_>>());
             for (c, key) in keys.iter().enumerate() {
-                let mut old = Vec::new();
+                let (mut old, mut one) = (Vec::new(), Vec::new());
                 for a in 0..all[c].len() {
                     for b in a + 1..all[c].len() {
                         let name =
                             format!("calibrate|{key}|{a}|{b}|{conns}|{}", metric.seed_name());
+                        let ratios = paired_ratios(&all[c][a], &all[c][b]);
                         old.extend(bootstrap_median(
-                            &paired_ratios(&all[c][a], &all[c][b]),
+                            &ratios,
                             seed_for(raw.settings.seed, &name),
                         ));
+                        one.extend(order_statistic_median(&ratios));
                     }
                 }
                 let mine: Vec<usize> = (0..groups.len()).filter(|&g| groups[g].0 == c).collect();
@@ -176,6 +188,7 @@ pub fn analyse(raw: &Raw, group: u32) -> Calibration {
                     metric,
                     instances: all[c].len(),
                     old: Tally::of(&old),
+                    one: Tally::of(&one),
                     new: Tally::of(&new),
                     instance_sd: fit.instance_var.sqrt(),
                 });
@@ -194,6 +207,7 @@ pub fn analyse(raw: &Raw, group: u32) -> Calibration {
     Calibration {
         group: group as u32,
         old: total(|c| &c.old),
+        one: total(|c| &c.one),
         new: total(|c| &c.new),
         cells,
     }
@@ -222,8 +236,11 @@ pub fn markdown(raw: &Raw, c: &Calibration) -> String {
          machine: {}.\n\n\
          A 95 % interval between two identical servers should exclude 1 about 5 % of the time. \
          *Old*: one process per configuration, its slices paired by round and bootstrapped \
-         (every pair of instances). *New*: {} instances per configuration, the interval over \
-         instances and rounds (every pair of groups of {}; `--instances {}`).\n\n",
+         (every pair of instances). *One instance, order statistic*: the same pairs, the \
+         distribution-free interval of the median that `--instances 1` runs print now — exact \
+         for the rounds' noise, blind as the old one to the process's luck. *New*: {} \
+         instances per configuration, the interval over instances and rounds (every pair of \
+         groups of {}; `--instances {}`).\n\n",
         raw.started_utc,
         raw.engine,
         raw.settings.rounds,
@@ -236,7 +253,8 @@ pub fn markdown(raw: &Raw, c: &Calibration) -> String {
     );
     s += "| method | intervals | excluding 1 | rate | median half-width |\n| --- | ---: | ---: | ---: | ---: |\n";
     for (name, t) in [
-        ("old (one instance)", &c.old),
+        ("old (one instance, bootstrap)", &c.old),
+        ("one instance, order statistic", &c.one),
         (&*format!("new ({} instances)", c.group), &c.new),
     ] {
         s += &format!(
@@ -247,10 +265,10 @@ pub fn markdown(raw: &Raw, c: &Calibration) -> String {
             pm(t.median_half_width)
         );
     }
-    s += "\n## Per cell\n\n| server | conns | metric | instances | instance sd | old: excl. / n | old ± | new: excl. / n | new ± |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    s += "\n## Per cell\n\n| server | conns | metric | instances | instance sd | old: excl. / n | old ± | order: excl. / n | order ± | new: excl. / n | new ± |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for cell in &c.cells {
         s += &format!(
-            "| {} | {} | {} | {} | {} | {} / {} | {} | {} / {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} / {} | {} | {} / {} | {} | {} / {} | {} |\n",
             cell.server,
             cell.conns,
             cell.metric.key(),
@@ -259,6 +277,9 @@ pub fn markdown(raw: &Raw, c: &Calibration) -> String {
             cell.old.excluding_one,
             cell.old.intervals,
             pm(cell.old.median_half_width),
+            cell.one.excluding_one,
+            cell.one.intervals,
+            pm(cell.one.median_half_width),
             cell.new.excluding_one,
             cell.new.intervals,
             pm(cell.new.median_half_width)

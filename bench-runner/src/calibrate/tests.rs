@@ -42,8 +42,8 @@ fn the_study_counts_every_identical_pair_and_tells_the_methods_apart() {
     );
     for cell in &c.cells {
         assert_eq!(
-            (cell.old.intervals, cell.new.intervals),
-            (28, 6),
+            (cell.old.intervals, cell.one.intervals, cell.new.intervals),
+            (28, 28, 6),
             "{cell:?}"
         );
         assert_eq!(cell.instances, 8);
@@ -53,13 +53,16 @@ fn the_study_counts_every_identical_pair_and_tells_the_methods_apart() {
     // identical servers apart far more often than one time in twenty. One study's pairs share
     // their instances (six group pairs rest on four groups), so its count moves in steps:
     // the rates are judged over ten studies.
-    let (mut old, mut new) = (Tally::default(), Tally::default());
+    let (mut old, mut one, mut new): (Tally, Tally, Tally) = Default::default();
     for seed in 1..=10 {
         let s = study(seed, 0.015);
         old.add(&s.old, &mut vec![]);
+        one.add(&s.one, &mut vec![]);
         new.add(&s.new, &mut vec![]);
     }
     assert!(old.rate() > 0.3, "{old:?}");
+    // An exact interval for the rounds' noise does not see the process's luck either.
+    assert!(one.rate() > 0.3, "{one:?}");
     assert!(new.rate() <= 0.08, "{new:?}");
     assert!(c.new.median_half_width > c.old.median_half_width);
     let sd = c.cells[0].instance_sd;
@@ -68,13 +71,16 @@ fn the_study_counts_every_identical_pair_and_tells_the_methods_apart() {
 
 #[test]
 fn without_an_instance_effect_the_old_method_is_right_too_and_the_report_says_both() {
-    let (mut old, mut new) = (Tally::default(), Tally::default());
+    let (mut old, mut one, mut new): (Tally, Tally, Tally) = Default::default();
     for seed in 11..=20 {
         let s = study(seed, 0.0);
         old.add(&s.old, &mut vec![]);
+        one.add(&s.one, &mut vec![]);
         new.add(&s.new, &mut vec![]);
     }
     assert!(old.rate() < 0.10, "{old:?}");
+    // Where processes do not differ, the order statistic keeps its promise.
+    assert!(one.rate() < 0.07, "{one:?}");
     assert!(new.rate() < 0.08, "{new:?}");
     let raw = synthetic_instances(
         &[ServerKey {
@@ -87,10 +93,36 @@ fn without_an_instance_effect_the_old_method_is_right_too_and_the_report_says_bo
         |_, _| 0.99,
     );
     let text = markdown(&raw, &analyse(&raw, 2));
-    assert!(text.contains("| old (one instance) | 56 |"), "{text}");
+    assert!(
+        text.contains("| old (one instance, bootstrap) | 56 |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| one instance, order statistic | 56 |"),
+        "{text}"
+    );
     assert!(text.contains("| new (2 instances) | 12 |"), "{text}");
     assert!(
         text.contains("| relaxed/rx | 64 | cpu_per_request | 8 |"),
         "{text}"
     );
+}
+
+#[test]
+fn the_study_runs_the_rounds_of_the_runs_it_checks_not_of_its_own_instance_count() {
+    use clap::Parser;
+    let args = |extra: &[&str]| {
+        let cli = crate::cli::Cli::try_parse_from(["x", "calibrate"].iter().chain(extra)).unwrap();
+        let Some(crate::cli::Cmd::Calibrate(c)) = cli.command else {
+            panic!("not calibrate");
+        };
+        run_args(&c)
+    };
+    // 10 instances in the study, groups of 2 checked: a full run of 2 instances has 12 rounds.
+    let full = args(&["--instances", "10"]);
+    assert_eq!(full.measure.instances, Some(10));
+    assert_eq!(full.measure.rounds, Some(12));
+    assert_eq!(args(&["--group", "3"]).measure.rounds, Some(8));
+    assert_eq!(args(&["--rounds", "16"]).measure.rounds, Some(16));
+    assert_eq!(full.calibration, Some(2));
 }

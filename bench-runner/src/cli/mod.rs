@@ -227,9 +227,9 @@ pub const DEFAULT_TARGET_PCT: f64 = 2.0;
 pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(40 * 60);
 pub const DEFAULT_SLICE: Duration = Duration::from_secs(1);
 pub const DEFAULT_SLICE_WARMUP: Duration = Duration::from_millis(300);
-/// The fewest slices per cell that give intervals with one instance (`stats::MIN_PAIRS`);
-/// with more, `stats::instances::MIN_ROUNDS` rounds.
-pub const QUICK_SLICES: u32 = 5;
+/// The fewest slices per cell that give intervals with one instance
+/// (`stats::MIN_ORDER_PAIRS`); with more, `stats::instances::MIN_ROUNDS` rounds.
+pub const QUICK_SLICES: u32 = crate::stats::MIN_ORDER_PAIRS as u32;
 pub const QUICK_SLICE: Duration = Duration::from_millis(300);
 pub const QUICK_SLICE_WARMUP: Duration = Duration::from_millis(200);
 

@@ -22,15 +22,6 @@ pub enum Profile {
 }
 
 impl Profile {
-    /// Its part of the names that seed bootstraps. Frozen (once the `Debug` text).
-    pub fn seed_name(self) -> &'static str {
-        match self {
-            Profile::Default => "Default",
-            Profile::NoIoUring => "NoIoUring",
-            Profile::Relaxed => "Relaxed",
-        }
-    }
-
     pub const ALL: [Profile; 3] = [Profile::Default, Profile::NoIoUring, Profile::Relaxed];
 
     pub fn name(self) -> &'static str {
@@ -77,15 +68,6 @@ impl LoadModel {
         match self {
             LoadModel::KeepAlive => "keepalive",
             LoadModel::PerRequest => "per-request",
-        }
-    }
-
-    /// Its part of the names that seed bootstraps (frozen). Keep-alive has none, so the runs
-    /// made before the load axis keep their intervals.
-    pub fn seed_prefix(self) -> &'static str {
-        match self {
-            LoadModel::KeepAlive => "",
-            LoadModel::PerRequest => "PerRequest|",
         }
     }
 
@@ -144,17 +126,6 @@ pub enum ServerConfig {
 }
 
 impl ServerConfig {
-    /// Its part of the names that seed bootstraps. Frozen (once the `Debug` text).
-    pub fn seed_name(self) -> &'static str {
-        match self {
-            ServerConfig::Legacy => "Legacy",
-            ServerConfig::Rx => "Rx",
-            ServerConfig::Oneshot => "Oneshot",
-            ServerConfig::IoUring => "IoUring",
-            ServerConfig::IoUringControl => "IoUringControl",
-        }
-    }
-
     pub const ALL: [ServerConfig; 5] = [
         ServerConfig::Legacy,
         ServerConfig::Rx,
@@ -233,15 +204,6 @@ pub enum Subject {
 }
 
 impl Subject {
-    /// Its part of the names that seed bootstraps. Frozen (once the `Debug` text:
-    /// `Own(Rx)`, `Foreign("nginx")`).
-    pub fn seed_name(&self) -> String {
-        match self {
-            Subject::Own(c) => format!("Own({})", c.seed_name()),
-            Subject::Foreign(name) => format!("Foreign({name:?})"),
-        }
-    }
-
     pub fn name(&self) -> &str {
         match self {
             Subject::Own(c) => c.name(),
@@ -334,20 +296,6 @@ impl std::fmt::Display for ServerKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seed_names_are_the_frozen_spellings() {
-        // These strings seed every published interval: they must never change.
-        assert_eq!(Profile::NoIoUring.seed_name(), "NoIoUring");
-        assert_eq!(
-            Subject::Own(ServerConfig::IoUringControl).seed_name(),
-            "Own(IoUringControl)"
-        );
-        assert_eq!(
-            Subject::Foreign("nginx".into()).seed_name(),
-            r#"Foreign("nginx")"#
-        );
-    }
 
     #[test]
     fn names_are_spelled_alike_on_the_command_line_and_in_json() {

@@ -8,7 +8,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::model::{Profile, Raw, ServerConfig, Subject};
-use crate::stats::{bootstrap_median, seed_for};
+use crate::stats::order_statistic_median;
 use crate::summary::{Metric, Summary, SATURATED};
 
 const BAR_ORDER: [ServerConfig; 5] = [
@@ -105,13 +105,7 @@ fn bars(
             .rows
             .iter()
             .find(|r| r.profile == p && &r.config == c && r.conns == n && r.route == route)?;
-        let i = bootstrap_median(
-            &rps,
-            seed_for(
-                raw.settings.seed,
-                &format!("bar{}{}{n}", p.seed_name(), c.seed_name()),
-            ),
-        );
+        let i = order_statistic_median(&rps);
         Some(match i {
             Some(i) => (row.rps_median, i.low, i.high),
             None => (row.rps_median, row.rps_median, row.rps_median),

@@ -234,7 +234,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         let apart = shown.iter().filter(|c| c.significant).count();
         t += &format!("Of the {} comparisons this run made, {apart} tell their two servers apart; were nothing different at all, chance alone would tell about {:.1} apart (one in twenty).\n\n", shown.len(), shown.len() as f64 / 20.0);
     } else {
-        t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then its 95 % bootstrap interval in brackets. {}", how_to_read_rest("medians"));
+        t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then in brackets its 95 % interval from the order statistics of the pairs (none below 6 pairs). {}", how_to_read_rest("medians"));
     }
 
     let mut routes = st.route_names();
@@ -347,10 +347,14 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
                 t += " – |";
                 continue;
             };
-            let change = c
-                .baseline()
-                .and_then(|b| comparison(s, profile, c, (profile, &b), n, route, metric))
-                .map(|x| ratio_text(&x.interval()));
+            // Where the column has its baseline in the run but no interval: too few pairs
+            // (rounds both measured, or both saturated for req/s) for one that holds.
+            let change = c.baseline().and_then(|b| {
+                match comparison(s, profile, c, (profile, &b), n, route, metric) {
+                    Some(x) => Some(ratio_text(&x.interval())),
+                    None => find(s, profile, &b, n, route).map(|_| "(too few pairs)".to_string()),
+                }
+            });
             t += &match (change, metric) {
                 // Two bucketed P50s side by side could read as equal beside a real change.
                 (Some(change), Metric::P50) => format!(" {change} |"),

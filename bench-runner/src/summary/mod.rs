@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{LoadModel, Profile, Raw, ServerConfig, ServerKey, Slice, Subject};
 use crate::stats::instances::{self, Series};
-use crate::stats::{bootstrap_median, paired_ratios, seed_for, Interval};
+use crate::stats::{order_statistic_median, paired_ratios, Interval};
 
 mod means;
 mod pairs;
@@ -36,8 +36,8 @@ pub enum Metric {
 impl Metric {
     pub const ALL: [Metric; 3] = [Metric::CpuPerRequest, Metric::Rps, Metric::P50];
 
-    /// Its part of the name that seeds each comparison's bootstrap. Frozen (it was once the
-    /// variant's `Debug` text): renaming a variant must not move every published interval.
+    /// Its part of the name that seeds the calibration study's bootstraps (its "old"
+    /// method). Frozen: renaming a variant must not move a committed study's counts.
     pub fn seed_name(self) -> &'static str {
         match self {
             Metric::CpuPerRequest => "CpuPerRequest",
@@ -356,15 +356,7 @@ pub fn summarise(raw: &Raw) -> Summary {
                                 let (Some(a), Some(b)) = (one(&pair.0), one(&pair.1)) else {
                                     continue;
                                 };
-                                let name = format!(
-                                    "{}{}|{}|{conns}|{route}|{}",
-                                    load.seed_prefix(),
-                                    pair.0,
-                                    pair.1,
-                                    metric.seed_name()
-                                );
-                                let seed = seed_for(raw.settings.seed, &name);
-                                bootstrap_median(&paired_ratios(a, b), seed)
+                                order_statistic_median(&paired_ratios(a, b))
                             }
                         };
                         let Some(i) = interval else {
