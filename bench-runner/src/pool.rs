@@ -37,6 +37,7 @@ impl PoolError {
     /// How a slice that met this error records it.
     pub fn kind(&self) -> FailureKind {
         match self {
+            PoolError::Engine(EngineError::Lost { .. }) => FailureKind::EngineLost,
             PoolError::Engine(_) => FailureKind::NoAddress,
             PoolError::NotReady { .. } => FailureKind::DidNotStart,
             PoolError::NotRunning(_) | PoolError::Down { .. } | PoolError::NoRestart(_) => {
@@ -266,6 +267,8 @@ impl<'e, E: Engine> Pool<'e, E> {
             if self.engine.alive(&s.handle) {
                 return Ok(());
             }
+            // A daemon that restarted took its containers with it: no restart can help.
+            self.engine.answers().await?;
             let s = self.servers[index].take().expect("checked");
             let tail = s.tail(10);
             self.stop(s).await;

@@ -13,7 +13,7 @@ use crate::cli::{EngineChoice, Network, RunArgs};
 use crate::engine::{self, Engine, EngineError, Picked, ServerSpec};
 use crate::load::{self, LoadDriver, LoadError, Setup};
 use crate::model::{
-    instance_label, LoadModel, Raw, Schedule, ServerRecord, Settings, Slice, SCHEMA,
+    instance_label, FailureKind, LoadModel, Raw, Schedule, ServerRecord, Settings, Slice, SCHEMA,
 };
 use crate::plan::{make_plan, Plan, PlanError};
 use crate::pool::Pool;
@@ -54,6 +54,17 @@ pub enum RunError {
     Render(#[from] RenderError),
     #[error("interrupted: {slices} slices kept in {}", dir.display())]
     Interrupted { slices: usize, dir: PathBuf },
+    #[error(
+        "{cause}; the run stops: its {slices} slices are kept in {} (`bench-runner report` \
+         re-renders them), and any server container the engine still holds is removed by the \
+         next run or `bench-runner clean`",
+        dir.display()
+    )]
+    EngineLost {
+        cause: String,
+        slices: usize,
+        dir: PathBuf,
+    },
     #[error("--load per-request: {0}")]
     Ports(#[from] driver::ports::PortsError),
     #[error("a setup task stopped: {0}")]
@@ -350,8 +361,21 @@ impl Rounds<'_> {
                 .await;
                 failed += usize::from(!slice.ok());
                 let line = describe_slice(&slice, raw.settings.server_cpus.len(), plan.instances);
+                let lost = slice
+                    .error
+                    .as_ref()
+                    .filter(|e| e.kind() == Some(FailureKind::EngineLost))
+                    .map(|e| e.headline().to_string());
                 raw.slices.push(slice);
                 record::write_raw(self.dir, raw)?;
+                if let Some(cause) = lost {
+                    bar.finish_and_clear();
+                    return Err(RunError::EngineLost {
+                        cause,
+                        slices: raw.slices.iter().filter(|s| s.ok()).count(),
+                        dir: self.dir.to_path_buf(),
+                    });
+                }
                 bar.inc(1);
                 bar.set_message(line);
             }

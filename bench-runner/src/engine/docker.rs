@@ -30,6 +30,8 @@ const NO_IO_URING_PROFILE: &str = include_str!("../../../docker/seccomp/no-io-ur
 pub struct Docker {
     pub docker: bollard::Docker,
     pub version: String,
+    /// Where it answers (`DOCKER_HOST` or the default socket), for the messages.
+    pub at: String,
 }
 
 pub struct Container {
@@ -57,6 +59,7 @@ pub async fn connect() -> Result<Docker> {
     Ok(Docker {
         docker,
         version: v.version.unwrap_or_else(|| "unknown".into()),
+        at,
     })
 }
 
@@ -369,6 +372,17 @@ impl Engine for Docker {
             .and_then(|e| e.ip_address)
             .filter(|ip| !ip.is_empty())
             .ok_or_else(|| EngineError::NoAddress(network.to_string()))
+    }
+
+    async fn answers(&self) -> Result<()> {
+        let lost = |error| EngineError::Lost {
+            at: self.at.clone(),
+            error,
+        };
+        match tokio::time::timeout(Duration::from_secs(5), self.docker.ping()).await {
+            Ok(answer) => answer.map(|_| ()).map_err(lost),
+            Err(_) => Err(lost(bollard::errors::Error::RequestTimeoutError)),
+        }
     }
 }
 

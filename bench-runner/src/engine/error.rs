@@ -10,6 +10,11 @@ pub enum EngineError {
         at: String,
         error: bollard::errors::Error,
     },
+    #[error("the Docker engine stopped answering at {at} mid-run: {error}")]
+    Lost {
+        at: String,
+        error: bollard::errors::Error,
+    },
     #[error("{what}: {error}")]
     Docker {
         what: String,

@@ -136,6 +136,9 @@ pub trait Engine {
         network: Option<&str>,
         target_host: &str,
     ) -> Result<String>;
+    /// Whether the engine still answers (asked when a server is found gone: a daemon that
+    /// restarted takes every container with it, and the run cannot go on without it).
+    async fn answers(&self) -> Result<()>;
 }
 
 /// The engine a run uses.

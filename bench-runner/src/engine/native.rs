@@ -174,6 +174,11 @@ impl Engine for Native {
     ) -> Result<String> {
         Ok(target_host.to_string())
     }
+
+    /// Its children are this process's: there is no engine to lose.
+    async fn answers(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Reads `pipe` line by line into `lines` until it closes.

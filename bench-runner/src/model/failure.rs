@@ -31,6 +31,8 @@ pub enum FailureKind {
     ServerExited,
     /// No syscall profile (strace missing, attach refused, no table).
     Strace,
+    /// The engine stopped answering mid-run (a daemon restarted or stopped): the run ends.
+    EngineLost,
 }
 
 /// One recorded failure. Runs recorded before the kinds were kept hold the text alone, and
