@@ -5,12 +5,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::load::{self, open_fds, settle_fds};
 use common::*;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
@@ -22,25 +21,6 @@ fn start(backend: &'static [(&'static str, &'static str)]) -> Server {
         env: backend,
         deny_io_uring: None,
     })
-}
-
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count()
-}
-
-/// Waits (up to 5 s: closes after a response linger for the client's FIN) until the server
-/// holds `want` descriptors; what it holds then.
-fn settle_fds(pid: u32, want: usize) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let n = open_fds(pid);
-        if n <= want || Instant::now() > deadline {
-            return n;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn counter(snapshot: &serde_json::Value, name: &str) -> u64 {
@@ -65,19 +45,7 @@ fn listen_overflows() -> u64 {
 fn get(s: &mut TcpStream) -> Result<(), String> {
     s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
         .map_err(|e| format!("send: {e}"))?;
-    let mut got = Vec::new();
-    let mut buf = [0u8; 512];
-    while !got.ends_with(b"\r\n\r\n") {
-        match s.read(&mut buf) {
-            Ok(0) => return Err(format!("EOF after {:?}", String::from_utf8_lossy(&got))),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) => return Err(format!("read: {e}")),
-        }
-    }
-    match got.starts_with(b"HTTP/1.1 200 ") {
-        true => Ok(()),
-        false => Err(String::from_utf8_lossy(&got).into_owned()),
-    }
+    read_bodiless_200(s)
 }
 
 fn per_request_churn_leaks_nothing(backend: &'static [(&'static str, &'static str)]) {
@@ -85,21 +53,15 @@ fn per_request_churn_leaks_nothing(backend: &'static [(&'static str, &'static st
     let (pid, port) = (server.pid(), server.port);
     let before = server.snapshot();
     let idle = open_fds(pid);
-    let url = driver::target::Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
     let opts = driver::Options {
         threads: 1,
         connections: 16,
         duration: Duration::from_secs(2),
         connection: driver::ConnMode::PerRequest,
-        ..driver::Options::new(url)
+        ..load::options(port)
     };
-    let report = driver::run(&opts, Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
-    let e = report.errors;
-    assert_eq!(
-        (e.connect, e.read, e.write, e.timeout, e.status),
-        (0, 0, 0, 0, 0),
-        "{backend:?}: {e:?}"
-    );
+    let report = load::run(&opts);
+    load::assert_no_errors(&report, &format!("{backend:?}"));
     assert!(report.requests > 1000, "{backend:?}: {report:?}");
     assert_eq!(
         settle_fds(pid, idle),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -20,21 +20,7 @@ fn one_request(port: u16) -> Result<(), String> {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
         .map_err(|e| format!("send: {e}"))?;
-    let mut got = Vec::new();
-    let mut buf = [0u8; 1024];
-    // GET / answers an empty body: the response ends with its head.
-    while !got.ends_with(b"\r\n\r\n") {
-        match s.read(&mut buf) {
-            Ok(0) => return Err(format!("EOF after {:?}", String::from_utf8_lossy(&got))),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) => return Err(format!("read: {e}")),
-        }
-    }
-    if got.starts_with(b"HTTP/1.1 200 ") {
-        Ok(())
-    } else {
-        Err(format!("{:?}", String::from_utf8_lossy(&got)))
-    }
+    read_bodiless_200(&mut s)
 }
 
 /// The server on one CPU, so that work the kernel defers (an io_uring shutdown runs on an

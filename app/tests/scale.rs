@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use common::load::open_fds;
 use common::*;
 
 const CONNECTIONS: usize = 10_000;
@@ -44,12 +45,6 @@ fn status_bytes(pid: u32, field: &str) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap();
     kib * 1024
-}
-
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count()
 }
 
 /// One request on `stream`, its whole response read (`Content-Length: 0` keep-alive answer).

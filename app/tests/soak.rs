@@ -10,10 +10,9 @@
 
 mod common;
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::load::{self, open_fds, settle_fds};
 use common::*;
 
 const WINDOW: Duration = Duration::from_secs(10);
@@ -46,12 +45,6 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap()
 }
 
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count()
-}
-
 /// One backend at a time: each server has its CPU, and the driver its own, to itself.
 static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -72,12 +65,11 @@ fn soak(backend: &[(&str, &str)]) {
     );
     let pid = server.pid();
     let idle_fds = open_fds(pid);
-    let url = driver::target::Url::parse(&format!("http://127.0.0.1:{}/", server.port)).unwrap();
     let opts = driver::Options {
         threads: 1,
         connections: CONNECTIONS,
         duration: WINDOW,
-        ..driver::Options::new(url)
+        ..load::options(server.port)
     };
     let load_cpus: Vec<usize> = cpus.iter().copied().skip(1).collect();
     let started = Instant::now();
@@ -89,24 +81,14 @@ fn soak(backend: &[(&str, &str)]) {
                 }
                 (0..windows)
                     .map(|w| {
-                        let r =
-                            driver::run(&opts, Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
-                        let e = r.errors;
-                        assert_eq!(
-                            (e.connect, e.read, e.write, e.timeout, e.status),
-                            (0, 0, 0, 0, 0),
-                            "{backend:?} window {w}: {e:?}"
-                        );
-                        // The window's connections closed: their descriptors must come back.
-                        let deadline = Instant::now() + Duration::from_secs(5);
-                        while open_fds(pid) > idle_fds && Instant::now() < deadline {
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
+                        let r = load::run(&opts);
+                        load::assert_no_errors(&r, &format!("{backend:?} window {w}"));
                         let window = Window {
                             requests: r.requests,
                             p99_ms: r.latency.p99_us / 1000.0,
                             rss_kib: rss_kib(pid),
-                            fds: open_fds(pid),
+                            // The window's connections closed: their descriptors come back.
+                            fds: settle_fds(pid, idle_fds),
                         };
                         eprintln!(
                             "{backend:?} +{:>4.0} s: {window:?}",

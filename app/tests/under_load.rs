@@ -8,10 +8,10 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::hostile::Malformed;
+use common::load;
 use common::*;
 
 const CONNECTIONS: usize = 32;
@@ -54,18 +54,17 @@ fn hostile_while_busy(backend: &[(&str, &str)]) {
     let port = server.port;
     // The counters from here on.
     let before = server.snapshot()["workers"][0].clone();
-    let url = driver::target::Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
     let opts = driver::Options {
         threads: 1,
         connections: CONNECTIONS,
         duration: LOAD,
-        ..driver::Options::new(url)
+        ..load::options(port)
     };
     let done = AtomicBool::new(false);
     let (report, failures) = std::thread::scope(|scope| {
         let load = scope.spawn(move || {
             reactor::affinity::pin(0, &load_cpus).unwrap();
-            driver::run(&opts, Arc::new(AtomicBool::new(false)), |_| {}).unwrap()
+            load::run(&opts)
         });
         let hostile = scope.spawn(|| {
             // Start once the load is on, and stop before it is over: every refusal lands
@@ -105,12 +104,7 @@ fn hostile_while_busy(backend: &[(&str, &str)]) {
         PASSES * Malformed::ALL.len(),
         "{backend:?}: the load ended before every hostile request was sent"
     );
-    let e = report.errors;
-    assert_eq!(
-        (e.connect, e.read, e.write, e.timeout, e.status),
-        (0, 0, 0, 0, 0),
-        "{backend:?}: the load saw errors: {e:?}"
-    );
+    load::assert_no_errors(&report, &format!("{backend:?}"));
     assert!(report.requests > 10_000, "{backend:?}: {report:?}");
     // The worker counts what it answered; the driver what it received within its window. A
     // request in flight on each connection when the window closed was answered but not

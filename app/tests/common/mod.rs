@@ -9,6 +9,7 @@ use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 pub mod hostile;
+pub mod load;
 
 pub const SERVER: &str = env!("CARGO_BIN_EXE_server");
 
@@ -161,6 +162,24 @@ impl Drop for Server {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+/// Reads a bodiless answer (`GET /` answers an empty body, so its head is all of it) one read
+/// at a time: `Ok` for a 200, else what came, or the read's error.
+pub fn read_bodiless_200(s: &mut impl Read) -> Result<(), String> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.ends_with(b"\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) => return Err(format!("EOF after {:?}", String::from_utf8_lossy(&got))),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(format!("read: {e}")),
+        }
+    }
+    match got.starts_with(b"HTTP/1.1 200 ") {
+        true => Ok(()),
+        false => Err(format!("{:?}", String::from_utf8_lossy(&got))),
     }
 }
 
