@@ -34,6 +34,7 @@ pub mod export;
 pub mod file;
 pub mod load;
 pub mod model;
+pub mod offered;
 pub mod peers;
 pub mod plan;
 pub mod pool;

@@ -28,6 +28,8 @@ pub enum SliceError {
     NoServerCpu,
     #[error("no request completed; server log:\n{log}")]
     NoRequests { log: String },
+    #[error("no keep-alive req/s measured for this level and route yet: an open-loop slice has no rate to offer")]
+    NoCapacity,
     #[error("interrupted")]
     Interrupted,
     #[error("the server exited during the slice; its last lines:\n{log}")]
@@ -42,6 +44,7 @@ impl SliceError {
             SliceError::NoCounters { .. } => FailureKind::NoCounters,
             SliceError::NoServerCpu => FailureKind::NoServerCpu,
             SliceError::NoRequests { .. } => FailureKind::NoRequests,
+            SliceError::NoCapacity => FailureKind::NoCapacity,
             SliceError::Interrupted => FailureKind::Interrupted,
             SliceError::ServerExited { .. } => FailureKind::ServerExited,
         }
@@ -142,11 +145,23 @@ pub async fn measure<E: Engine>(
             return slice;
         }
     };
+    let rate = crate::offered::rate(
+        raw,
+        cell.load,
+        &slice.server,
+        cell.conns,
+        &route.to_string(),
+    );
+    if cell.load.offered().is_some() && rate.is_none() {
+        slice.error = Some(SliceError::NoCapacity.into());
+        return slice;
+    }
     let load = Load {
         url: &url,
         route: &route,
         model: cell.load,
         conns: cell.conns,
+        rate,
     };
     let outcome = drive(pool, i, driver, setup, &load).await;
     let foreign = pool.specs[i].foreign.is_some();

@@ -133,6 +133,7 @@ async fn profile_one<E: Engine>(
         route: &profile.route,
         model: profile.load,
         conns: profile.conns,
+        rate: None,
     };
     let setup = Setup {
         warmup: Duration::ZERO,

@@ -8,8 +8,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use bench_runner::model::{LoadModel, Schedule, ServerConfig, Subject};
+use bench_runner::model::{LoadModel, Offered, Schedule, ServerConfig, Subject};
 use bench_runner::render::SummaryFile;
+use bench_runner::summary::Metric;
 use common::{
     assert_re_renders_incomplete, available_or_skip, docker_reachable, run_folder,
     rxbench_containers, wait_for_slices,
@@ -514,17 +515,30 @@ fn both_load_models(engine: &str, port: &str) {
             "--conns",
             "64",
             "--load",
-            "keepalive,per-request",
+            "keepalive,per-request,open",
+            "--open-at",
+            "50",
+            "--open-slowest",
+            "50",
             "--port",
             port,
         ],
     );
+    let (open50, slowest50) = (
+        LoadModel::Open(Offered::Own(50)),
+        LoadModel::Open(Offered::Slowest(50)),
+    );
     assert_eq!(
         summary["settings"]["loads"],
-        serde_json::json!(["keepalive", "per-request"])
+        serde_json::json!(["keepalive", "per-request", "open-50", "open-slowest-50"])
     );
     let raw = bench_runner::record::read_raw(&dir).unwrap();
-    for load in [LoadModel::KeepAlive, LoadModel::PerRequest] {
+    for load in [
+        LoadModel::KeepAlive,
+        LoadModel::PerRequest,
+        open50,
+        slowest50,
+    ] {
         let n = raw.slices.iter().filter(|s| s.load == load).count();
         // 3 configurations x 2 instances x the quick run's 3 rounds.
         assert_eq!(
@@ -580,15 +594,89 @@ fn both_load_models(engine: &str, port: &str) {
                 && c.baseline == Subject::Own(ServerConfig::Rx)),
         "{per_request:?}"
     );
+    check_open_loop(&raw, &file, (open50, slowest50));
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
     for heading in [
         "# Load `keepalive`",
         "# Load `per-request`",
         "## Evidence: load `per-request`",
+        "# Load `open-50`",
+        "# Load `open-slowest-50`",
+        "Latency at the offered rate",
+        "P99 latency, paired change",
     ] {
         assert!(table.contains(heading), "{heading}:\n{table}");
     }
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}
+
+/// The open-loop cells of [`both_load_models`]: every slice offered the share of its
+/// configuration's first-round keep-alive req/s (the slowest configuration's, for
+/// `slowest`), the server kept up at half its capacity, and latency was compared in pairs.
+fn check_open_loop(
+    raw: &bench_runner::model::Raw,
+    file: &SummaryFile,
+    (own, slowest): (LoadModel, LoadModel),
+) {
+    let capacity = |key: &bench_runner::model::ServerKey| {
+        let first: Vec<f64> = raw
+            .slices
+            .iter()
+            .filter(|s| {
+                s.ok() && s.load == LoadModel::KeepAlive && &s.server == key && s.round == 1
+            })
+            .filter_map(|s| s.rps())
+            .collect();
+        assert!(!first.is_empty(), "{key}: no first-round keep-alive slice");
+        bench_runner::stats::median(&first).unwrap()
+    };
+    let slowest_capacity = raw
+        .configurations()
+        .iter()
+        .map(capacity)
+        .fold(f64::INFINITY, f64::min);
+    for s in raw.slices.iter().filter(|s| s.load.offered().is_some()) {
+        assert!(s.ok(), "{s:?}");
+        let offered = s
+            .offered_rps()
+            .expect("an open-loop slice records its rate");
+        let want = match s.load {
+            l if l == own => 0.5 * capacity(&s.server),
+            _ => 0.5 * slowest_capacity,
+        };
+        assert!(
+            (offered - want).abs() < 1e-6 * want,
+            "{} {}: offered {offered}, want {want}",
+            s.server,
+            s.load
+        );
+    }
+    for row in file
+        .summary
+        .rows
+        .iter()
+        .filter(|r| r.load == own || r.load == slowest)
+    {
+        let open = row.open.as_ref().unwrap_or_else(|| panic!("{row:?}"));
+        // Half its capacity: the server keeps up with the schedule.
+        assert!(
+            row.rps_median > 0.8 * open.offered_rps,
+            "{}: achieved {} of {} offered",
+            row.config.name(),
+            row.rps_median,
+            open.offered_rps
+        );
+        assert!(row.p99_us > 0.0 && row.p99_us >= row.p50_us, "{row:?}");
+    }
+    let p99 = |load: LoadModel| {
+        file.summary.comparisons.iter().any(|c| {
+            c.load == load
+                && c.metric == Metric::P99
+                && c.config == Subject::Own(ServerConfig::IoUring)
+                && c.baseline == Subject::Own(ServerConfig::Rx)
+        })
+    };
+    assert!(p99(own) && p99(slowest), "io_uring vs rx on P99, paired");
 }
 
 #[test]

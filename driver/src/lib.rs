@@ -311,15 +311,14 @@ fn preflight(opts: &Options) -> Result<(), RunError> {
     }
     match (opts.rate, opts.deadline, opts.connection) {
         (Some(r), _, _) if !(r.is_finite() && r > 0.0) => {
-            return Err(RunError::Invalid("--rate must be a positive number of requests a second"))
-        }
-        (Some(_), _, ConnMode::PerRequest) => {
             return Err(RunError::Invalid(
-                "--rate with --disable-keepalive is not supported yet: an open loop paces kept-alive connections",
+                "--rate must be a positive number of requests a second",
             ))
         }
         (None, Some(_), _) => {
-            return Err(RunError::Invalid("--deadline needs --rate (it sheds requests an open loop is late with)"))
+            return Err(RunError::Invalid(
+                "--deadline needs --rate (it sheds requests an open loop is late with)",
+            ))
         }
         _ => {}
     }

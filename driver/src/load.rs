@@ -203,7 +203,7 @@ impl Load {
     fn run(&mut self) {
         let start = Instant::now();
         for i in 0..self.slots.len() {
-            self.connect(i, start);
+            self.open_when_due(i, start);
         }
         let mut events = Vec::with_capacity(1024);
         let mut next_tick = start + SAMPLE_EVERY;
@@ -345,7 +345,17 @@ impl Load {
         if let Some(conn) = self.slots[i].conn.take() {
             self.reactor.close(conn);
         }
-        self.connect(i, now);
+        self.open_when_due(i, now);
+    }
+
+    /// A slot's next connection: at once, but in open loop with a connection per request only
+    /// when its next request is due (the connect is then part of that request's latency,
+    /// counted from the due time like the rest).
+    fn open_when_due(&mut self, i: usize, now: Instant) {
+        let scheduled = self.plan.open.is_some() && self.plan.connection == ConnMode::PerRequest;
+        if !scheduled || self.take_due(i, now) {
+            self.connect(i, now);
+        }
     }
 
     /// Drops the connection and opens a new one (after a delay if `delay`).
@@ -391,11 +401,17 @@ impl Load {
             }
             self.waiting.pop();
             let s = &self.slots[i];
-            // Still idle and still waiting for that request (a reconnect may have queued
-            // the slot again meanwhile).
+            if self.next_due(i) != Some(due) {
+                continue; // a reconnect queued the slot again meanwhile
+            }
+            // Still idle and still waiting for that request; or, a connection per request,
+            // closed and waiting to open the next one.
             let idle = s.conn.is_some() && !s.connecting && s.sent_at.is_none();
-            if idle && self.next_due(i) == Some(due) {
+            let closed = s.conn.is_none() && s.retry_at.is_none();
+            if idle {
                 self.send_next(i, now);
+            } else if closed && self.plan.connection == ConnMode::PerRequest {
+                self.open_when_due(i, now);
             }
         }
     }
@@ -405,9 +421,10 @@ impl Load {
         Some(open.due(i, self.slots.len(), self.slots[i].seq))
     }
 
-    /// Open loop: whether slot `i`'s next request is due now — shedding those past the
-    /// deadline, and queueing the slot until its next one otherwise. Closed loop: always.
-    fn due_now(&mut self, i: usize, now: Instant) -> bool {
+    /// Open loop: whether slot `i`'s next request is due now, and if so that due time taken
+    /// as the request's (`slot.due`) — shedding those past the deadline, and queueing the slot
+    /// until its next one otherwise. Closed loop: always.
+    fn take_due(&mut self, i: usize, now: Instant) -> bool {
         let Some(open) = self.plan.open else {
             return true;
         };
@@ -439,7 +456,9 @@ impl Load {
             return; // this connection's loop ends here
         }
         let ready = self.slots[i].conn.is_some() && self.slots[i].tx.is_some();
-        if ready && !self.due_now(i, now) {
+        // A connection opened for a request already due carries that one.
+        let carried = self.slots[i].due.is_some();
+        if ready && !carried && !self.take_due(i, now) {
             return; // queued until its request is due
         }
         let requests = &self.plan.requests;
@@ -589,7 +608,12 @@ impl Load {
         if let Some(t) = from {
             let _ = self.out.latency.record(us(t));
         }
-        if let (Some(_), Some(t)) = (due, sent_at) {
+        // Uncorrected: from the send, or from the connect where each request opens its own.
+        let began = match self.plan.connection {
+            ConnMode::PerRequest => slot.connect_at,
+            ConnMode::KeepAlive => sent_at,
+        };
+        if let (Some(_), Some(t)) = (due, began) {
             let _ = self.out.uncorrected.record(us(t));
         }
     }

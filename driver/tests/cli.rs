@@ -241,7 +241,28 @@ fn rate_prints_the_open_loop_line_and_json_carries_both_latencies() {
     let open = report.open_loop.expect("open-loop report");
     assert_eq!(open.target_rps, 400.0);
     assert!(open.uncorrected.p50_us > 0.0, "{open:?}");
-    let bad = rxload(&["-R", "100", "--disable-keepalive", &url]);
+    // An open loop with a connection per request: both reports in one.
+    let fresh = rxload(&[
+        "-t1",
+        "-c4",
+        "-d1s",
+        "-R",
+        "200",
+        "--disable-keepalive",
+        "--json",
+        &url,
+    ]);
+    assert!(fresh.status.success(), "{fresh:?}");
+    let report: driver::report::Report = serde_json::from_slice(&fresh.stdout).unwrap();
+    assert_eq!(
+        report.open_loop.expect("open-loop report").target_rps,
+        200.0
+    );
+    assert!(
+        report.closes.expect("who closed").opened > 100,
+        "{report:?}"
+    );
+    let bad = rxload(&["--deadline", "10ms", &url]);
     assert_eq!(bad.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("not supported yet"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--deadline needs --rate"));
 }

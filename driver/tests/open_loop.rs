@@ -143,3 +143,61 @@ fn bad_open_loop_options_are_refused_with_their_reason() {
     let e = driver::run(&o, Arc::new(AtomicBool::new(false)), |_| {}).unwrap_err();
     assert!(e.to_string().contains("--deadline needs --rate"), "{e}");
 }
+
+#[test]
+fn a_connection_per_request_keeps_the_schedule_and_opens_each_when_it_is_due() {
+    let _one = one_at_a_time();
+    for (backend, mode) in [
+        (BackendChoice::IoUring, Mode::Close),
+        (BackendChoice::Epoll, Mode::Length),
+    ] {
+        let server = TestServer::start(mode);
+        let mut opts = options(&server, backend, 1000.0);
+        opts.connection = driver::ConnMode::PerRequest;
+        let r = run(&opts);
+        let open = r.open_loop.expect("open-loop report");
+        assert!(
+            (950.0..=1050.0).contains(&r.requests_per_s),
+            "{backend:?}: {} req/s",
+            r.requests_per_s
+        );
+        assert_eq!(r.errors, report::Errors::default(), "{backend:?}");
+        // Every request on its own connection, opened when it was due rather than kept
+        // waiting: the window's connections are its requests (plus those in flight at its
+        // edges), not the 8 slots.
+        let closes = r.closes.expect("who closed");
+        assert!(
+            closes.opened + 8 >= r.requests && closes.opened <= r.requests + 8,
+            "{backend:?}: {closes:?} for {} requests",
+            r.requests
+        );
+        let (server_closed, client_closed) = match mode {
+            Mode::Close => (closes.server, closes.client),
+            _ => (closes.client, closes.server),
+        };
+        assert!(
+            server_closed >= r.requests - 8 && client_closed == 0,
+            "{mode:?}: {closes:?}"
+        );
+        // The latency from the due time includes the connect; idle, it is the connect and
+        // one exchange on loopback, far under a millisecond more than the uncorrected one.
+        assert!(r.latency.p50_us >= open.uncorrected.p50_us, "{r:?}");
+    }
+}
+
+#[test]
+fn a_stall_shows_in_the_corrected_latency_with_a_connection_per_request_too() {
+    let _one = one_at_a_time();
+    let server = Arc::new(TestServer::start(Mode::Close));
+    let mut opts = options(&server, BackendChoice::Epoll, 2000.0);
+    opts.connection = driver::ConnMode::PerRequest;
+    let r = run_with_a_stall(&server, &opts);
+    let open = r.open_loop.unwrap();
+    assert!(r.latency.p99_us >= 150_000.0, "corrected {:?}", r.latency);
+    assert!(
+        open.uncorrected.p99_us < 50_000.0,
+        "uncorrected {:?}",
+        open.uncorrected
+    );
+    assert!(r.requests >= 2800, "{} requests", r.requests);
+}

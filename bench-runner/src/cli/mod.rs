@@ -10,7 +10,7 @@ use driver::target::Route;
 pub use values::foreign_server;
 use values::{duration, duration_or_zero, percent, route};
 
-use crate::model::{ForeignServer, LoadModel, Profile, ServerConfig};
+use crate::model::{ForeignServer, LoadChoice, LoadModel, Offered, Profile, ServerConfig};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -265,15 +265,26 @@ pub struct MeasureArgs {
     pub slice_warmup: Option<Duration>,
     /// Load models, each a level of the matrix like the connection count: keepalive (wrk's
     /// closed loop on kept-alive connections), per-request (a fresh connection per request,
-    /// the client closing after each response: oha --disable-keepalive). per-request needs
-    /// --driver rxload
+    /// the client closing after each response: oha --disable-keepalive), open (open loop on
+    /// kept-alive connections at the rates --open-at and --open-slowest give, latency from each
+    /// request's due time: wrk2 -R, zrk -R; needs keepalive, whose first round sets the rates).
+    /// per-request and open need --driver rxload
     #[arg(
         long = "load",
         value_enum,
         value_delimiter = ',',
         default_value = "keepalive"
     )]
-    pub loads: Vec<LoadModel>,
+    pub loads: Vec<LoadChoice>,
+    /// With --load open: offered rates as percentages of each server's own keep-alive req/s
+    /// at the level and route (measured in the run's first round), one open-loop cell each
+    #[arg(long, value_delimiter = ',', default_value = "50,90", value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub open_at: Vec<u8>,
+    /// With --load open: an offered rate every server gets alike, as a percentage of the
+    /// slowest server's keep-alive req/s at the level and route (0: none), so latencies
+    /// compare at one load
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub open_slowest: u8,
     /// Connection levels
     #[arg(long, value_delimiter = ',', default_value = "64,256,512", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub conns: Vec<u32>,
@@ -371,6 +382,30 @@ pub struct RunArgs {
 }
 
 impl MeasureArgs {
+    /// The load models of the matrix, `open` expanded into its rates, in their order.
+    pub fn load_models(&self) -> Vec<LoadModel> {
+        let mut models = Vec::new();
+        for choice in &self.loads {
+            match choice {
+                LoadChoice::KeepAlive => models.push(LoadModel::KeepAlive),
+                LoadChoice::PerRequest => models.push(LoadModel::PerRequest),
+                LoadChoice::Open => {
+                    models.extend(
+                        self.open_at
+                            .iter()
+                            .map(|&p| LoadModel::Open(Offered::Own(p))),
+                    );
+                    if self.open_slowest > 0 {
+                        models.push(LoadModel::Open(Offered::Slowest(self.open_slowest)));
+                    }
+                }
+            }
+        }
+        models.sort_unstable();
+        models.dedup();
+        models
+    }
+
     pub fn rounds(&self) -> u32 {
         let k = self.instances();
         self.rounds.unwrap_or(match (self.quick, k) {

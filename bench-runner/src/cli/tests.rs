@@ -155,3 +155,61 @@ fn bad_values_are_refused_by_name() {
         assert!(e.contains(needle), "{args:?}: {e}");
     }
 }
+
+#[test]
+fn load_open_expands_into_its_rates_and_needs_keep_alive() {
+    use crate::model::{LoadModel, Offered};
+    let a = parse(&["--load", "keepalive,open", "--open-at", "90,50"]).unwrap();
+    assert_eq!(
+        a.measure.load_models(),
+        vec![
+            LoadModel::KeepAlive,
+            LoadModel::Open(Offered::Own(50)),
+            LoadModel::Open(Offered::Own(90)),
+            LoadModel::Open(Offered::Slowest(50)),
+        ]
+    );
+    let none = parse(&["--load", "keepalive,open", "--open-slowest", "0"]).unwrap();
+    assert!(!none
+        .measure
+        .load_models()
+        .contains(&LoadModel::Open(Offered::Slowest(50))));
+    // A rate above capacity is not a share of it.
+    assert!(parse(&["--load", "open", "--open-at", "150"]).is_err());
+    let alone = parse(&["--load", "open"]).unwrap();
+    let e = crate::plan::make_plan(&alone, true, 1).err().unwrap();
+    assert_eq!(e, crate::plan::PlanError::OpenNeedsKeepAlive);
+    assert!(e.to_string().contains("--load keepalive,open"), "{e}");
+}
+
+#[test]
+fn load_models_read_back_as_they_are_written() {
+    use crate::model::{LoadModel, Offered};
+    for m in [
+        LoadModel::KeepAlive,
+        LoadModel::PerRequest,
+        LoadModel::Open(Offered::Own(90)),
+        LoadModel::Open(Offered::Slowest(50)),
+    ] {
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(
+            serde_json::from_str::<LoadModel>(&json).unwrap(),
+            m,
+            "{json}"
+        );
+        assert_eq!(m.name().parse::<LoadModel>().unwrap(), m);
+    }
+    // The spellings of runs recorded before the open models.
+    assert_eq!(
+        serde_json::to_string(&LoadModel::KeepAlive).unwrap(),
+        "\"keepalive\""
+    );
+    assert_eq!(
+        serde_json::to_string(&LoadModel::PerRequest).unwrap(),
+        "\"per-request\""
+    );
+    for bad in ["open", "open-0", "open-101", "open-slowest-", "closed"] {
+        let e = bad.parse::<LoadModel>().unwrap_err();
+        assert!(e.to_string().contains(bad), "{e}");
+    }
+}

@@ -63,6 +63,8 @@ pub struct Load<'a> {
     pub route: &'a Route,
     pub model: LoadModel,
     pub conns: u32,
+    /// Open loop: the offered rate, all connections together (req/s).
+    pub rate: Option<f64>,
 }
 
 impl Load<'_> {
@@ -169,7 +171,7 @@ mod tests {
                 DriverChoice::Rxload,
                 Path::new("."),
                 &routes,
-                &LoadModel::ALL
+                &LoadModel::CLOSED
             )
             .unwrap()
             .name(),
@@ -191,7 +193,7 @@ mod tests {
             DriverChoice::Wrk,
             Path::new("."),
             &[Route::get_root()],
-            &LoadModel::ALL,
+            &LoadModel::CLOSED,
         )
         .err()
         .expect("refused");

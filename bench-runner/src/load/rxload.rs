@@ -31,6 +31,7 @@ impl LoadDriver for Rxload {
         opts.duration = setup.slice;
         opts.warmup = setup.warmup;
         opts.connection = load.model.conn_mode();
+        opts.rate = load.rate;
         Ok(driver::run_observed(
             &opts,
             setup.abort.clone(),

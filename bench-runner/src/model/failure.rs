@@ -25,6 +25,8 @@ pub enum FailureKind {
     NoServerCpu,
     /// No request completed in the window.
     NoRequests,
+    /// An open-loop slice had no keep-alive capacity to take its rate from.
+    NoCapacity,
     /// The run was interrupted (Ctrl-C) during the slice.
     Interrupted,
     /// The server exited during the slice.

@@ -89,6 +89,23 @@ impl Slice {
         self.report.as_ref().map(|r| r.requests_per_s)
     }
 
+    /// An open-loop slice's offered rate, as its driver scheduled it.
+    pub fn offered_rps(&self) -> Option<f64> {
+        self.report
+            .as_ref()?
+            .open_loop
+            .as_ref()
+            .map(|o| o.target_rps)
+    }
+
+    /// An open-loop slice whose driver fell behind its own schedule: it measured the driver.
+    pub fn behind_schedule(&self) -> bool {
+        self.report
+            .as_ref()
+            .and_then(|r| r.open_loop.as_ref())
+            .is_some_and(|o| o.behind)
+    }
+
     /// Server CPU time per request, in µs.
     pub fn cpu_us_per_request(&self) -> Option<f64> {
         let n = self.requests();

@@ -11,7 +11,7 @@ use crate::model::{Profile, Raw, ServerConfig, Subject};
 use crate::stats::order_statistic_median;
 use crate::summary::{Metric, Summary, SATURATED};
 
-const BAR_ORDER: [ServerConfig; 5] = [
+pub(super) const BAR_ORDER: [ServerConfig; 5] = [
     ServerConfig::Legacy,
     ServerConfig::Oneshot,
     ServerConfig::Rx,
@@ -29,7 +29,7 @@ const FOREIGN: [RGBColor; 6] = [
     RGBColor(200, 200, 200),
 ];
 
-fn colour(c: &Subject, foreign_index: usize) -> RGBColor {
+pub(super) fn colour(c: &Subject, foreign_index: usize) -> RGBColor {
     match c {
         Subject::Own(ServerConfig::Legacy) => RGBColor(214, 96, 77),
         Subject::Own(ServerConfig::Oneshot) => RGBColor(244, 165, 130),

@@ -58,7 +58,11 @@ pub(super) fn evidence_rows(s: &Summary, load: Option<LoadModel>) -> String {
             r.rps_median, r.rps_min, r.rps_max, short_ms(r.p50_us), short_ms(r.p99_us),
             r.server_cpu.map_or("–".into(), |c| format!("{c:.0} %")),
             r.driver_cpu.map_or("–".into(), |c| format!("{c:.0} %")),
-            r.load_bound_rounds,
+            match &r.open {
+                // The schedule, not the server, sets an open-loop slice's rate.
+                Some(o) => format!("open loop: {} behind schedule", o.behind_rounds),
+                None => r.load_bound_rounds.to_string(),
+            },
             sys("total"), sys("epoll_ctl"), r.rounds_ok, r.rounds_failed, notes.replace('|', "/")
         );
     }

@@ -16,24 +16,31 @@ figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; }
 .evidence { overflow-x: auto; }
 ";
 
-/// The page: `table_md` rendered, with `chart_svg` inlined before the first section.
-pub fn page(title: &str, table_md: &str, chart_svg: &str) -> String {
+/// chart.svg's caption.
+pub const CHART_CAPTION: &str = "req/s per profile (whiskers: 95 % interval of each median), \
+and the paired comparisons with their 95 % intervals (blue: the interval excludes no change)";
+/// latency.svg's caption.
+pub const LATENCY_CAPTION: &str = "open loop: latency from each request's due time against the \
+offered load, as a share of each server's own keep-alive req/s (P99 thick, P50 thin; log axis)";
+
+/// The page: `table_md` rendered, with the figures (SVG, caption) inlined before the first
+/// section.
+pub fn page(title: &str, table_md: &str, figures: &[(String, String)]) -> String {
     let mut body = String::new();
     html::push_html(&mut body, Parser::new_ext(table_md, Options::ENABLE_TABLES));
-    // The SVG goes in as markup: no XML declaration inside HTML.
-    let svg = chart_svg
-        .trim_start()
-        .strip_prefix("<?xml")
-        .and_then(|rest| rest.split_once("?>"))
-        .map_or(chart_svg, |(_, svg)| svg);
-    let figure = format!(
-        "<figure>{svg}<figcaption>req/s per profile (whiskers: 95 % interval of each median), \
-and the paired comparisons with their 95 % intervals (blue: the interval excludes no change)\
-</figcaption></figure>\n"
-    );
+    let mut inlined = String::new();
+    for (svg, caption) in figures {
+        // The SVG goes in as markup: no XML declaration inside HTML.
+        let svg = svg
+            .trim_start()
+            .strip_prefix("<?xml")
+            .and_then(|rest| rest.split_once("?>"))
+            .map_or(svg.as_str(), |(_, svg)| svg);
+        inlined += &format!("<figure>{svg}<figcaption>{caption}</figcaption></figure>\n");
+    }
     match body.find("<h2>") {
-        Some(i) => body.insert_str(i, &figure),
-        None => body.push_str(&figure),
+        Some(i) => body.insert_str(i, &inlined),
+        None => body.push_str(&inlined),
     }
     // Wide tables scroll rather than overflow the page.
     let body = body
@@ -59,7 +66,11 @@ mod tests {
     fn the_page_is_self_contained_with_the_table_and_the_chart() {
         let md = "# rxbench results\n\nIntro.\n\n## Profile `default`\n\n| conns | rx |\n| --- | --- |\n| 64 | 309k +12.6 % [+11.1, +14.3] |\n";
         let svg = "<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\"><rect/></svg>";
-        let page = page("rxbench <run>", md, svg);
+        let page = page(
+            "rxbench <run>",
+            md,
+            &[(svg.to_string(), CHART_CAPTION.to_string())],
+        );
         assert!(page.starts_with("<!DOCTYPE html>"));
         assert!(page.contains("<title>rxbench &lt;run&gt;</title>"));
         assert!(page.contains("<h1>rxbench results</h1>"));

@@ -1,11 +1,13 @@
 //! Writes a run's outputs from raw.json: summary.json, table.md, results.csv, comparisons.csv,
-//! chart.svg and report.html (all of it in one page)
+//! chart.svg, latency.svg (with open-loop cells) and report.html (all of it in one page)
 //! (raw.json itself is the runner's to write: re-rendering never rewrites the source).
 
 mod chart;
 mod csv;
 mod evidence;
 mod html;
+mod latency;
+mod open;
 mod table;
 
 use std::path::Path;
@@ -78,8 +80,15 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
     chart::draw(&dir.join("chart.svg"), raw, &charted)?;
     let chart = dir.join("chart.svg");
     let svg = std::fs::read_to_string(&chart).map_err(file::error("reading back", &chart))?;
+    let mut figures = vec![(svg, html::CHART_CAPTION.to_string())];
+    if latency::applies(raw) {
+        let path = dir.join("latency.svg");
+        latency::draw(&path, raw, &summary)?;
+        let svg = std::fs::read_to_string(&path).map_err(file::error("reading back", &path))?;
+        figures.push((svg, html::LATENCY_CAPTION.to_string()));
+    }
     let title = format!("rxbench results {} ({})", raw.started_utc, raw.engine);
-    write("report.html", html::page(&title, &markdown, &svg))?;
+    write("report.html", html::page(&title, &markdown, &figures))?;
     if let Some(group) = raw.settings.calibration_group {
         let study = crate::calibrate::analyse(raw, group);
         write("calibration.md", crate::calibrate::markdown(raw, &study))?;

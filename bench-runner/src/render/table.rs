@@ -247,7 +247,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
             t += &format!("# Load `{}`: {}\n\n", load.name(), load.describe());
             t += &resolution_text(part, st.instances);
         }
-        t += &load_tables(part, &routes);
+        t += &load_tables(part, *load, &routes);
     }
     if by_load {
         t += "# Evidence\n\n";
@@ -264,7 +264,32 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
 
 /// Every table of one load model: per profile the seed PR's three, then what the profile
 /// costs, the foreign servers, the mean over the routes.
-fn load_tables(s: &Summary, routes: &[String]) -> String {
+fn load_tables(s: &Summary, load: LoadModel, routes: &[String]) -> String {
+    let open = load.offered().is_some();
+    let closed_tables = [
+        ("req/s", Metric::Rps),
+        ("CPU per request (µs)", Metric::CpuPerRequest),
+        ("P50 latency (where a column has its baseline, the paired change alone: each histogram keeps two significant digits, coarser than the change; every P50 is in the evidence)", Metric::P50),
+    ];
+    let open_tables = [
+        (
+            "CPU per request (µs) at the offered rate",
+            Metric::CpuPerRequest,
+        ),
+        (
+            "P50 latency, paired change where a column has its baseline",
+            Metric::P50,
+        ),
+        (
+            "P99 latency, paired change where a column has its baseline",
+            Metric::P99,
+        ),
+        (
+            "P99.9 latency, paired change where a column has its baseline",
+            Metric::P999,
+        ),
+    ];
+    let tables: &[(&str, Metric)] = if open { &open_tables } else { &closed_tables };
     let mut t = String::new();
     for profile in Profile::ALL {
         if !s.rows.iter().any(|r| r.profile == profile) {
@@ -275,11 +300,10 @@ fn load_tables(s: &Summary, routes: &[String]) -> String {
             if routes.len() > 1 {
                 t += &format!("### Route `{route}`\n\n");
             }
-            for (title, metric) in [
-                ("req/s", Metric::Rps),
-                ("CPU per request (µs)", Metric::CpuPerRequest),
-                ("P50 latency (where a column has its baseline, the paired change alone: each histogram keeps two significant digits, coarser than the change; every P50 is in the evidence)", Metric::P50),
-            ] {
+            if open {
+                t += &super::open::latency_table(s, load, profile, route);
+            }
+            for &(title, metric) in tables {
                 t += &seed_table(s, profile, route, title, metric);
             }
         }
@@ -339,6 +363,12 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
                             .cpu_us_per_request
                             .map_or("–".into(), |c| format!("{c:.2}")),
                         Metric::P50 => short_ms(r.p50_us),
+                        Metric::P99 => short_ms(r.p99_us),
+                        Metric::P999 => r
+                            .open
+                            .as_ref()
+                            .and_then(|o| o.p999_us)
+                            .map_or("–".into(), short_ms),
                     };
                     format!("{v}{mark}")
                 })
@@ -357,7 +387,7 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
             });
             t += &match (change, metric) {
                 // Two bucketed P50s side by side could read as equal beside a real change.
-                (Some(change), Metric::P50) => format!(" {change} |"),
+                (Some(change), m) if m.is_latency() => format!(" {change} |"),
                 (Some(change), _) => format!(" {value} {change} |"),
                 (None, _) => format!(" {value} |"),
             };

@@ -31,10 +31,34 @@ pub enum Metric {
     Rps,
     /// Each slice's median latency.
     P50,
+    /// Each slice's 99th and 99.9th percentile latency: open loop only, where latency is
+    /// measured from each request's due time (closed loop, it is Little's law's).
+    P99,
+    P999,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 3] = [Metric::CpuPerRequest, Metric::Rps, Metric::P50];
+    const CLOSED: [Metric; 3] = [Metric::CpuPerRequest, Metric::Rps, Metric::P50];
+    /// An open-loop server does not set the rate (the schedule does), so req/s is not one of
+    /// its figures.
+    const OPEN: [Metric; 4] = [
+        Metric::CpuPerRequest,
+        Metric::P50,
+        Metric::P99,
+        Metric::P999,
+    ];
+
+    /// What a cell under `load` is measured and compared on.
+    pub fn of(load: LoadModel) -> &'static [Metric] {
+        match load.offered() {
+            Some(_) => &Self::OPEN,
+            None => &Self::CLOSED,
+        }
+    }
+
+    pub fn is_latency(self) -> bool {
+        matches!(self, Metric::P50 | Metric::P99 | Metric::P999)
+    }
 
     /// Its part of the name that seeds the calibration study's bootstraps (its "old"
     /// method). Frozen: renaming a variant must not move a committed study's counts.
@@ -43,6 +67,8 @@ impl Metric {
             Metric::CpuPerRequest => "CpuPerRequest",
             Metric::Rps => "Rps",
             Metric::P50 => "P50",
+            Metric::P99 => "P99",
+            Metric::P999 => "P999",
         }
     }
 
@@ -52,6 +78,8 @@ impl Metric {
             Metric::CpuPerRequest => "cpu_per_request",
             Metric::Rps => "rps",
             Metric::P50 => "p50",
+            Metric::P99 => "p99",
+            Metric::P999 => "p999",
         }
     }
 }
@@ -99,11 +127,35 @@ pub struct Row {
     /// have kept open despite `Connection: close`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_closed: Option<f64>,
+    /// Open loop: the schedule and what the latency was beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<OpenRow>,
     /// Set when the row did not run what its configuration claims (never silently published).
     pub flag: Option<String>,
     /// Set when the backend differs from the intent for a reason the profile explains.
     pub note: Option<String>,
 }
+
+/// An open-loop row's own figures (its `rps_median` is the rate it achieved).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenRow {
+    /// The rate its slices offered (median; fixed after the first round).
+    pub offered_rps: f64,
+    /// P99.9 of the slices' histograms merged, from each request's due time.
+    pub p999_us: Option<f64>,
+    /// Median over slices of P99 from the actual send, as a closed-loop driver would
+    /// report it: the gap to `p99_us` is the queueing a schedule sees and a closed loop hides.
+    pub uncorrected_p99_us: f64,
+    /// Slices whose driver fell behind its schedule (left out of the latency comparisons).
+    pub behind_rounds: u32,
+    /// Slices in which the server answered under [`KEPT_UP`] of the offered rate: it did not
+    /// keep up, its queue grew through the slice, and the latency is the backlog's (kept in
+    /// the comparisons: at one offered rate, keeping up or not is the difference to show).
+    pub overloaded_rounds: u32,
+}
+
+/// The share of the offered rate a server must answer for an open-loop slice to be steady.
+pub const KEPT_UP: f64 = 0.97;
 
 /// A paired comparison: `config` under `profile` against `baseline` under `baseline_profile`,
 /// slice by slice in the same rounds.
@@ -243,7 +295,11 @@ pub fn slice_value(s: &Slice, metric: Metric, cpus: usize) -> Option<f64> {
     match metric {
         Metric::CpuPerRequest => s.cpu_us_per_request(),
         Metric::Rps => s.utilisation(cpus).filter(|u| *u >= SATURATED).and(s.rps()),
+        // An open-loop slice whose driver fell behind its schedule measured the driver.
+        _ if s.behind_schedule() => None,
         Metric::P50 => s.report.as_ref().map(|r| r.latency.p50_us),
+        Metric::P99 => s.report.as_ref().map(|r| r.latency.p99_us),
+        Metric::P999 => s.report.as_ref().and_then(|r| r.latency.p999_us),
     }
 }
 
@@ -292,7 +348,7 @@ pub fn summarise(raw: &Raw) -> Summary {
                 .insert(s.round, v);
         };
         for s in slices.iter() {
-            for metric in Metric::ALL {
+            for &metric in Metric::of(s.load) {
                 if let Some(v) = slice_value(s, metric, cpus) {
                     put(metric, s, v);
                 }
@@ -325,7 +381,7 @@ pub fn summarise(raw: &Raw) -> Summary {
         for &load in &raw.settings.loads {
             for &conns in &raw.settings.conns {
                 for route in &route_names {
-                    for metric in Metric::ALL {
+                    for &metric in Metric::of(load) {
                         let at = (load, conns, route, metric);
                         let groups: Vec<Vec<&Series>> = servers
                             .iter()
@@ -345,7 +401,7 @@ pub fn summarise(raw: &Raw) -> Summary {
         for &load in &raw.settings.loads {
             for &conns in &raw.settings.conns {
                 for route in &route_names {
-                    for metric in Metric::ALL {
+                    for &metric in Metric::of(load) {
                         let at = (load, conns, route, metric);
                         let interval = match fits.get(&(load, conns, route.clone(), metric)) {
                             Some(fit) => position(&pair.0)

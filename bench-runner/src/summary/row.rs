@@ -3,7 +3,7 @@
 
 use wire::{Backend, IoUringState};
 
-use super::{Row, SATURATED};
+use super::{OpenRow, Row, KEPT_UP, SATURATED};
 use crate::model::{
     BackendSeen, Failure, LoadModel, Raw, ServerConfig, ServerCounters, ServerKey, ServerRecord,
     Slice, Startup,
@@ -105,7 +105,7 @@ pub(super) fn row(
                 .map_or("", Failure::headline);
             format!("every slice failed: {why}")
         }));
-    } else if saturated.is_empty() {
+    } else if saturated.is_empty() && load.offered().is_none() {
         let n = "no slice saturated the server: req/s is the median of all slices and measured the driver or the machine";
         note = Some(note.map_or(n.to_string(), |o| format!("{o}; {n}")));
     }
@@ -154,6 +154,30 @@ pub(super) fn row(
         load_bound_rounds: unsaturated as u32,
         syscalls_per_request: counters.per_request(),
         server_closed: server_closed(&ok),
+        open: load.offered().map(|_| OpenRow {
+            offered_rps: median(
+                &ok.iter()
+                    .filter_map(|s| s.offered_rps())
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap_or(0.0),
+            p999_us: merged(0.999),
+            uncorrected_p99_us: median(
+                &reports
+                    .iter()
+                    .filter_map(|r| r.open_loop.map(|o| o.uncorrected.p99_us))
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap_or(0.0),
+            behind_rounds: ok.iter().filter(|s| s.behind_schedule()).count() as u32,
+            overloaded_rounds: ok
+                .iter()
+                .filter(|s| match (s.rps(), s.offered_rps()) {
+                    (Some(got), Some(offered)) => got < KEPT_UP * offered,
+                    _ => false,
+                })
+                .count() as u32,
+        }),
         flag,
         note,
     }

@@ -41,6 +41,7 @@ Examples:
   rxload -c256 -d15s --routes GET:/,GET:/user/0,POST:/user --json http://127.0.0.1:3000/
   rxload -t1 -c64 -d10s --disable-keepalive http://127.0.0.1:3000/
   rxload -t1 -c64 -d10s -R 50000 --deadline 100ms --latency http://127.0.0.1:3000/
+  rxload -t1 -c64 -d10s -R 10000 --disable-keepalive http://127.0.0.1:3000/
 
 Load only servers you run yourself."
 )]
@@ -86,7 +87,8 @@ struct Cli {
     /// Open loop: this many requests a second in all (wrk2's -R), each connection's due on
     /// a fixed schedule whatever the server did with the last; latency counts from when a
     /// request was due (coordinated omission corrected) and the uncorrected figure is beside
-    /// it. No batched waits in this mode
+    /// it. No batched waits in this mode. With --disable-keepalive each request's connection
+    /// is opened when the request is due, so the connect counts from the due time too
     #[arg(short = 'R', long)]
     rate: Option<f64>,
     /// Open loop: a request already staler than this when its connection is free is shed

@@ -27,6 +27,8 @@ pub enum PlanError {
     CmdNeedsNative(String),
     #[error("--reference {0}: no --server of that name")]
     UnknownReference(String),
+    #[error("--load open needs keepalive in the same run: its offered rates are shares of the keep-alive req/s measured in the first round (e.g. --load keepalive,open)")]
+    OpenNeedsKeepAlive,
     #[error("--port {port}: {servers} servers need consecutive ports from it")]
     PortsRunOut { port: u16, servers: usize },
 }
@@ -98,9 +100,10 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
     let mut conns = a.measure.conns.clone();
     conns.sort_unstable();
     conns.dedup();
-    let mut loads = a.measure.loads.clone();
-    loads.sort_unstable();
-    loads.dedup();
+    let loads = a.measure.load_models();
+    if loads.iter().any(|l| l.offered().is_some()) && !loads.contains(&LoadModel::KeepAlive) {
+        return Err(PlanError::OpenNeedsKeepAlive);
+    }
     Ok((
         Plan {
             servers,
@@ -221,6 +224,11 @@ impl Plan {
             })
             .collect();
         shuffle(&mut blocks, &mut rng);
+        // The first round measures keep-alive capacity before any open-loop block offers a
+        // share of it (a stable sort: plans without open loop keep their order).
+        if round == 1 {
+            blocks.sort_by_key(|&(load, _, _)| load.offered().is_some());
+        }
         let mut order = Vec::with_capacity(self.cells().len());
         for (load, conns, route) in blocks {
             let mut servers: Vec<usize> = (0..self.residents()).collect();
@@ -349,178 +357,4 @@ fn shuffle<T>(items: &mut [T], rng: &mut Pcg64) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::Profile;
-
-    fn plan(seed: u64) -> Plan {
-        let servers = [
-            ServerConfig::Legacy,
-            ServerConfig::Rx,
-            ServerConfig::IoUring,
-        ]
-        .into_iter()
-        .flat_map(|config| {
-            [Profile::Default, Profile::Relaxed]
-                .into_iter()
-                .map(move |profile| ServerKey {
-                    profile,
-                    config: config.into(),
-                })
-        })
-        .collect();
-        Plan {
-            servers,
-            instances: 1,
-            target: None,
-            loads: vec![LoadModel::KeepAlive],
-            conns: vec![64, 256, 512],
-            routes: vec![Route::get_root(), "POST:/user".parse().unwrap()],
-            rounds: 20,
-            slice: Duration::from_secs(1),
-            warmup: Duration::from_millis(300),
-            seed,
-        }
-    }
-
-    #[test]
-    fn every_round_visits_every_cell_once() {
-        let p = plan(1);
-        let mut all = p.cells();
-        all.sort();
-        assert_eq!(all.len(), 6 * 3 * 2);
-        for round in 1..=p.rounds {
-            let mut order = p.round_order(round);
-            order.sort();
-            assert_eq!(order, all, "round {round}");
-        }
-        assert_eq!(p.slices(), 36 * 20);
-    }
-
-    #[test]
-    fn the_order_varies_between_rounds_and_the_seed_reproduces_it() {
-        let p = plan(42);
-        let orders: Vec<Vec<Cell>> = (1..=p.rounds).map(|r| p.round_order(r)).collect();
-        for w in orders.windows(2) {
-            assert_ne!(w[0], w[1]);
-        }
-        // No cell is stuck at one place: the first slice of a round is spread over cells.
-        let firsts: std::collections::BTreeSet<Cell> = orders.iter().map(|o| o[0]).collect();
-        assert!(firsts.len() > 10, "{}", firsts.len());
-        assert_eq!(plan(42).round_order(7), p.round_order(7));
-        assert_ne!(plan(43).round_order(7), p.round_order(7));
-    }
-
-    #[test]
-    fn one_load_model_keeps_the_schedule_a_seed_gave_before_the_load_axis() {
-        // The order as it was made before the axis: blocks of (connection level, route).
-        let p = plan(11);
-        for round in [1, 2, 9] {
-            let mut rng =
-                Pcg64::seed_from_u64(p.seed ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            let mut blocks: Vec<(u32, usize)> = p
-                .conns
-                .iter()
-                .flat_map(|&c| (0..p.routes.len()).map(move |r| (c, r)))
-                .collect();
-            shuffle(&mut blocks, &mut rng);
-            let mut before = Vec::new();
-            for (conns, route) in blocks {
-                let mut servers: Vec<usize> = (0..p.servers.len()).collect();
-                shuffle(&mut servers, &mut rng);
-                before.extend(servers.into_iter().map(|server| (server, conns, route)));
-            }
-            let now: Vec<(usize, u32, usize)> = p
-                .round_order(round)
-                .iter()
-                .map(|c| (c.server, c.conns, c.route))
-                .collect();
-            assert_eq!(now, before, "round {round}");
-        }
-    }
-
-    #[test]
-    fn a_second_load_model_doubles_the_cells_and_keeps_blocks_of_one_model() {
-        let mut p = plan(4);
-        p.loads = vec![LoadModel::KeepAlive, LoadModel::PerRequest];
-        assert_eq!(p.cells().len(), 6 * 2 * 3 * 2);
-        let order = p.round_order(1);
-        let mut sorted = order.clone();
-        sorted.sort();
-        let mut all = p.cells();
-        all.sort();
-        assert_eq!(sorted, all);
-        for chunk in order.chunks(p.servers.len()) {
-            assert!(chunk.iter().all(|c| c.load == chunk[0].load), "{chunk:?}");
-        }
-        let text = p.describe();
-        assert!(
-            text.contains("2 load models (keepalive, per-request)"),
-            "{text}"
-        );
-        let per_request = order
-            .iter()
-            .find(|c| c.load == LoadModel::PerRequest)
-            .unwrap();
-        assert!(p.cell_name(per_request).contains(" per-request"));
-    }
-
-    #[test]
-    fn a_pair_is_at_most_one_block_apart() {
-        let p = plan(3);
-        let block = p.servers.len();
-        for round in 1..=p.rounds {
-            let order = p.round_order(round);
-            for chunk in order.chunks(block) {
-                // One (load, connection level, route) per block, every server in it once.
-                let level = |c: &Cell| (c.load, c.conns, c.route);
-                assert!(chunk.iter().all(|c| level(c) == level(&chunk[0])));
-                let mut servers: Vec<usize> = chunk.iter().map(|c| c.server).collect();
-                servers.sort();
-                assert_eq!(servers, (0..block).collect::<Vec<_>>());
-            }
-        }
-    }
-
-    #[test]
-    fn eta_and_description() {
-        let p = plan(5);
-        assert_eq!(p.eta(), Duration::from_millis(1340) * 720);
-        let text = p.describe();
-        assert!(text.contains("6 resident servers x 3 connection levels x 2 routes = 36 cells; 20 rounds = 720 slices"), "{text}");
-        assert!(text.contains("ETA: about 16 min 04 s"), "{text}");
-        assert!(text.contains("seed 5"));
-    }
-
-    #[test]
-    fn instances_multiply_the_residents_and_every_round_visits_each() {
-        let mut p = plan(8);
-        p.instances = 2;
-        assert_eq!(p.residents(), 12);
-        assert_eq!(p.resident(0), (&p.servers[0], 0));
-        assert_eq!(p.resident(3), (&p.servers[1], 1));
-        let order = p.round_order(2);
-        assert_eq!(order.len(), 12 * 3 * 2);
-        for chunk in order.chunks(p.residents()) {
-            let mut servers: Vec<usize> = chunk.iter().map(|c| c.server).collect();
-            servers.sort();
-            assert_eq!(servers, (0..12).collect::<Vec<_>>());
-        }
-        let mut start = p.start_order();
-        assert_ne!(start, (0..12).collect::<Vec<_>>(), "shuffled");
-        start.sort();
-        assert_eq!(start, (0..12).collect::<Vec<_>>());
-        let text = p.describe();
-        assert!(
-            text.contains(
-                "plan: 6 configurations x 2 instances = 12 resident servers x 3 connection levels"
-            ),
-            "{text}"
-        );
-        assert!(
-            p.cell_name(&order[0]).contains('#'),
-            "{}",
-            p.cell_name(&order[0])
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,201 @@
+//! The plan's schedule and its description, on fixed seeds.
+use super::*;
+use crate::model::Profile;
+
+fn plan(seed: u64) -> Plan {
+    let servers = [
+        ServerConfig::Legacy,
+        ServerConfig::Rx,
+        ServerConfig::IoUring,
+    ]
+    .into_iter()
+    .flat_map(|config| {
+        [Profile::Default, Profile::Relaxed]
+            .into_iter()
+            .map(move |profile| ServerKey {
+                profile,
+                config: config.into(),
+            })
+    })
+    .collect();
+    Plan {
+        servers,
+        instances: 1,
+        target: None,
+        loads: vec![LoadModel::KeepAlive],
+        conns: vec![64, 256, 512],
+        routes: vec![Route::get_root(), "POST:/user".parse().unwrap()],
+        rounds: 20,
+        slice: Duration::from_secs(1),
+        warmup: Duration::from_millis(300),
+        seed,
+    }
+}
+
+#[test]
+fn every_round_visits_every_cell_once() {
+    let p = plan(1);
+    let mut all = p.cells();
+    all.sort();
+    assert_eq!(all.len(), 6 * 3 * 2);
+    for round in 1..=p.rounds {
+        let mut order = p.round_order(round);
+        order.sort();
+        assert_eq!(order, all, "round {round}");
+    }
+    assert_eq!(p.slices(), 36 * 20);
+}
+
+#[test]
+fn the_order_varies_between_rounds_and_the_seed_reproduces_it() {
+    let p = plan(42);
+    let orders: Vec<Vec<Cell>> = (1..=p.rounds).map(|r| p.round_order(r)).collect();
+    for w in orders.windows(2) {
+        assert_ne!(w[0], w[1]);
+    }
+    // No cell is stuck at one place: the first slice of a round is spread over cells.
+    let firsts: std::collections::BTreeSet<Cell> = orders.iter().map(|o| o[0]).collect();
+    assert!(firsts.len() > 10, "{}", firsts.len());
+    assert_eq!(plan(42).round_order(7), p.round_order(7));
+    assert_ne!(plan(43).round_order(7), p.round_order(7));
+}
+
+#[test]
+fn one_load_model_keeps_the_schedule_a_seed_gave_before_the_load_axis() {
+    // The order as it was made before the axis: blocks of (connection level, route).
+    let p = plan(11);
+    for round in [1, 2, 9] {
+        let mut rng =
+            Pcg64::seed_from_u64(p.seed ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut blocks: Vec<(u32, usize)> = p
+            .conns
+            .iter()
+            .flat_map(|&c| (0..p.routes.len()).map(move |r| (c, r)))
+            .collect();
+        shuffle(&mut blocks, &mut rng);
+        let mut before = Vec::new();
+        for (conns, route) in blocks {
+            let mut servers: Vec<usize> = (0..p.servers.len()).collect();
+            shuffle(&mut servers, &mut rng);
+            before.extend(servers.into_iter().map(|server| (server, conns, route)));
+        }
+        let now: Vec<(usize, u32, usize)> = p
+            .round_order(round)
+            .iter()
+            .map(|c| (c.server, c.conns, c.route))
+            .collect();
+        assert_eq!(now, before, "round {round}");
+    }
+}
+
+#[test]
+fn a_second_load_model_doubles_the_cells_and_keeps_blocks_of_one_model() {
+    let mut p = plan(4);
+    p.loads = vec![LoadModel::KeepAlive, LoadModel::PerRequest];
+    assert_eq!(p.cells().len(), 6 * 2 * 3 * 2);
+    let order = p.round_order(1);
+    let mut sorted = order.clone();
+    sorted.sort();
+    let mut all = p.cells();
+    all.sort();
+    assert_eq!(sorted, all);
+    for chunk in order.chunks(p.servers.len()) {
+        assert!(chunk.iter().all(|c| c.load == chunk[0].load), "{chunk:?}");
+    }
+    let text = p.describe();
+    assert!(
+        text.contains("2 load models (keepalive, per-request)"),
+        "{text}"
+    );
+    let per_request = order
+        .iter()
+        .find(|c| c.load == LoadModel::PerRequest)
+        .unwrap();
+    assert!(p.cell_name(per_request).contains(" per-request"));
+}
+
+#[test]
+fn a_pair_is_at_most_one_block_apart() {
+    let p = plan(3);
+    let block = p.servers.len();
+    for round in 1..=p.rounds {
+        let order = p.round_order(round);
+        for chunk in order.chunks(block) {
+            // One (load, connection level, route) per block, every server in it once.
+            let level = |c: &Cell| (c.load, c.conns, c.route);
+            assert!(chunk.iter().all(|c| level(c) == level(&chunk[0])));
+            let mut servers: Vec<usize> = chunk.iter().map(|c| c.server).collect();
+            servers.sort();
+            assert_eq!(servers, (0..block).collect::<Vec<_>>());
+        }
+    }
+}
+
+#[test]
+fn eta_and_description() {
+    let p = plan(5);
+    assert_eq!(p.eta(), Duration::from_millis(1340) * 720);
+    let text = p.describe();
+    assert!(text.contains("6 resident servers x 3 connection levels x 2 routes = 36 cells; 20 rounds = 720 slices"), "{text}");
+    assert!(text.contains("ETA: about 16 min 04 s"), "{text}");
+    assert!(text.contains("seed 5"));
+}
+
+#[test]
+fn instances_multiply_the_residents_and_every_round_visits_each() {
+    let mut p = plan(8);
+    p.instances = 2;
+    assert_eq!(p.residents(), 12);
+    assert_eq!(p.resident(0), (&p.servers[0], 0));
+    assert_eq!(p.resident(3), (&p.servers[1], 1));
+    let order = p.round_order(2);
+    assert_eq!(order.len(), 12 * 3 * 2);
+    for chunk in order.chunks(p.residents()) {
+        let mut servers: Vec<usize> = chunk.iter().map(|c| c.server).collect();
+        servers.sort();
+        assert_eq!(servers, (0..12).collect::<Vec<_>>());
+    }
+    let mut start = p.start_order();
+    assert_ne!(start, (0..12).collect::<Vec<_>>(), "shuffled");
+    start.sort();
+    assert_eq!(start, (0..12).collect::<Vec<_>>());
+    let text = p.describe();
+    assert!(
+        text.contains(
+            "plan: 6 configurations x 2 instances = 12 resident servers x 3 connection levels"
+        ),
+        "{text}"
+    );
+    assert!(
+        p.cell_name(&order[0]).contains('#'),
+        "{}",
+        p.cell_name(&order[0])
+    );
+}
+
+#[test]
+fn open_loop_blocks_come_after_keep_alive_in_the_first_round_only() {
+    let mut p = plan(6);
+    let open90 = LoadModel::Open(crate::model::Offered::Own(90));
+    p.loads = vec![LoadModel::KeepAlive, open90];
+    let first_open = |order: &[Cell]| order.iter().position(|c| c.load == open90).unwrap();
+    let last_keep_alive = |order: &[Cell]| {
+        order
+            .iter()
+            .rposition(|c| c.load == LoadModel::KeepAlive)
+            .unwrap()
+    };
+    let one = p.round_order(1);
+    // Every keep-alive block (every server, level and route) measured before any rate is
+    // offered: the first round is where capacity comes from.
+    assert!(last_keep_alive(&one) < first_open(&one));
+    // Later rounds shuffle the models together (the rates are fixed by then).
+    assert!(
+        (2..=p.rounds).any(|r| {
+            let order = p.round_order(r);
+            first_open(&order) < last_keep_alive(&order)
+        }),
+        "later rounds keep the models apart"
+    );
+    assert!(p.cell_name(&one[one.len() - 1]).contains(" open-90"));
+}
