@@ -49,6 +49,10 @@ pub struct Progress {
     /// Complete requests answered.
     pub requests: u64,
     pub after: After,
+    /// Closing at the end of a request the client itself made its last (`Connection: close`,
+    /// HTTP/1.0), with no byte after it: nothing is left unread, so the connection may close
+    /// at once instead of lingering (a refusal always lingers: a body may still be coming).
+    pub ends_clean: bool,
 }
 
 /// The contract's routes, as a request's method and path select them.
@@ -119,6 +123,12 @@ impl Connection {
             consumed: pos,
             requests,
             after,
+            ends_clean: false,
+        };
+        // The client's last request answered, at `pos`: the rest of the input is discarded.
+        let last = |pos: usize, requests| Progress {
+            ends_clean: pos == input.len(),
+            ..done(input.len(), requests, After::Close)
         };
         let refuse = |out: &mut Vec<u8>, status, requests| {
             respond_error(out, status, &stamp.date);
@@ -158,7 +168,7 @@ impl Connection {
                 answer.write(out, stamp);
                 requests += 1;
                 if answer.after == After::Close {
-                    return done(input.len(), requests, After::Close);
+                    return last(pos, requests);
                 }
             }
             if pos == input.len() {
@@ -217,7 +227,7 @@ impl Connection {
                     respond_route(out, &route, stamp, head.version, after, head_only);
                     requests += 1;
                     if after == After::Close {
-                        return done(input.len(), requests, After::Close);
+                        return last(pos, requests);
                     }
                 }
                 body => {

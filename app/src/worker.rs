@@ -44,10 +44,23 @@ pub struct Stats {
 #[derive(PartialEq, Eq)]
 enum Phase {
     Open,
-    /// Close once the responses already written are sent.
-    CloseAfterSend,
+    /// Close once the responses already written are sent, then as it says.
+    CloseAfterSend(Then),
     /// FIN sent; reading and discarding until EOF or the deadline.
     Lingering,
+}
+
+/// How a connection ends once its last responses are sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Then {
+    /// FIN, then read until the client closes: bytes it may still send (a body after a
+    /// refusal, a request after the last) must not turn the close into a reset that could
+    /// destroy the response before the client reads it.
+    Linger,
+    /// Nothing can be left unread (the client made its last request and sent nothing after
+    /// it, or its FIN came): close now, as nginx does without `lingering_close` — no
+    /// shutdown(2), no wait for the client's EOF.
+    Close,
 }
 
 /// What the main thread asks of one worker. Both bits are read with one relaxed load per loop
@@ -224,10 +237,11 @@ impl Worker {
                         self.arm(conn, buf);
                     }
                     Recv::Eof | Recv::Error(_) if busy => {
-                        // Half-close: answer what was asked, then close.
+                        // Half-close: answer what was asked, then close (the client's FIN
+                        // came: nothing is left to read, so no lingering).
                         s.input = Some(buf);
                         if s.phase == Phase::Open {
-                            s.phase = Phase::CloseAfterSend;
+                            s.phase = Phase::CloseAfterSend(Then::Close);
                         }
                     }
                     _ => self.close(conn),
@@ -244,8 +258,10 @@ impl Worker {
                 if !s.out.is_empty() {
                     return self.flush(conn, now);
                 }
-                if s.phase == Phase::CloseAfterSend {
+                if s.phase == Phase::CloseAfterSend(Then::Linger) {
                     self.linger(conn, now);
+                } else if s.phase == Phase::CloseAfterSend(Then::Close) {
+                    self.close(conn);
                 } else if let Some(input) = s.input.take() {
                     // Reading was paused behind a large backlog of responses.
                     self.arm(conn, input);
@@ -317,7 +333,11 @@ impl Worker {
             (true, _) => Some(now),
         };
         if progress.after == After::Close {
-            s.phase = Phase::CloseAfterSend;
+            s.phase = Phase::CloseAfterSend(if progress.ends_clean {
+                Then::Close
+            } else {
+                Then::Linger
+            });
         }
         let (closing, backlog) = (s.phase != Phase::Open, s.out.len() >= MAX_PENDING_OUT);
         if closing || backlog {
@@ -413,7 +433,7 @@ impl Worker {
         for s in self.sessions.iter_mut().flatten() {
             if s.sending_since.is_some() || !s.out.is_empty() {
                 if s.phase == Phase::Open {
-                    s.phase = Phase::CloseAfterSend;
+                    s.phase = Phase::CloseAfterSend(Then::Linger);
                 }
             } else {
                 idle.push(s.conn);

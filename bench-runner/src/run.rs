@@ -242,24 +242,41 @@ fn specs(plan: &Plan, args: &RunArgs, cpus: &[usize], network: Option<&str>) -> 
         .collect()
 }
 
-/// Set by the first Ctrl-C (the run stops after its slice and keeps what it measured); a
+/// Set by the first Ctrl-C or SIGTERM (what `kill`, `docker stop`, systemd and CI timeouts
+/// send): the run stops after its slice, stops every server and keeps what it measured. A
 /// second quits at once.
 fn interrupt_flag() -> Arc<AtomicBool> {
+    use tokio::signal::unix::{signal, SignalKind};
     let abort = Arc::new(AtomicBool::new(false));
     let flag = abort.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("bench-runner: interrupted; stopping the servers and keeping what was measured (Ctrl-C again to quit at once)");
-            flag.store(true, Ordering::Relaxed);
-        }
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "bench-runner: quitting at once; the next run removes any rxbench container left"
-            );
-            std::process::exit(130);
-        }
+        let mut term = signal(SignalKind::terminate()).ok();
+        let what = signalled(&mut term).await;
+        eprintln!("bench-runner: {what}: stopping the servers and keeping what was measured ({what} again to quit at once)");
+        flag.store(true, Ordering::Relaxed);
+        signalled(&mut term).await;
+        eprintln!(
+            "bench-runner: quitting at once; the next run removes any rxbench container left"
+        );
+        std::process::exit(130);
     });
     abort
+}
+
+/// The next Ctrl-C or SIGTERM, by name.
+async fn signalled(term: &mut Option<tokio::signal::unix::Signal>) -> &'static str {
+    let sigterm = async {
+        match term {
+            Some(t) => t.recv().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        Ok(()) = tokio::signal::ctrl_c() => "Ctrl-C",
+        Some(()) = sigterm => "SIGTERM",
+        // Neither can be listened for: no signal will come.
+        else => std::future::pending().await,
+    }
 }
 
 /// What stays the same over the rounds.

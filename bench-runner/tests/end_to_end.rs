@@ -1455,3 +1455,42 @@ fn a_foreign_image_is_measured_in_a_container_with_its_syscall_profile() {
     assert_eq!(rxbench_containers(), 0, "containers left behind");
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
+
+#[test]
+fn sigterm_mid_run_stops_every_native_server_and_keeps_what_was_measured() {
+    let _one_at_a_time = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("term");
+    let child = Command::new(RUNNER)
+        .args(["--engine", "native", "--quick", "--conns", "64"])
+        .args(["--configs", "rx,legacy", "--profiles", "relaxed"])
+        .args(["--port", "3951", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_slices(&out, 2);
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let finished = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(!finished.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("SIGTERM: stopping the servers and keeping what was measured"),
+        "{stderr}"
+    );
+    // Its four servers (two configurations of two instances, ports 3951–3954) are gone.
+    for port in 3951..3955 {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "port {port} is still served after the runner stopped"
+        );
+    }
+    let raw = json(run_dir(&out).join("raw.json"));
+    assert!(
+        raw["slices"].as_array().unwrap().len() >= 2,
+        "what was measured is kept"
+    );
+    assert_eq!(raw["complete"], false);
+    std::fs::remove_dir_all(&out).ok();
+}

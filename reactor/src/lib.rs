@@ -55,7 +55,8 @@ pub struct Config {
     pub epoll_mode: EpollMode,
     /// Submission queue entries for io_uring (the completion queue gets four times as many).
     pub ring_entries: u32,
-    /// Set TCP_NODELAY on accepted connections (one setsockopt per connection).
+    /// TCP_NODELAY on accepted connections: set once on each listener, which Linux copies to
+    /// every socket it accepts (no setsockopt per connection).
     pub nodelay: bool,
     /// io_uring: arm receives as "poll first" (`IORING_RECVSEND_POLL_FIRST`), skipping the
     /// attempt that would fail with EAGAIN. Right for a client, whose answer never arrives

@@ -112,6 +112,11 @@ pub(crate) struct Uring {
 
 impl Drop for Uring {
     fn drop(&mut self) {
+        // Closes queued since the last enter (a connection per request closes one a
+        // response) would otherwise never run: their descriptors would stay open after the
+        // reactor, one per connection, until the process ran out. Submitted now, they run
+        // inline; whatever else the queue held is cancelled with the ring.
+        let _ = self.sys.io_uring_submit(&self.ring.submitter());
         if let Some(bufring) = &self.bufring {
             let _ = self
                 .sys
@@ -251,6 +256,10 @@ impl Uring {
     }
 
     pub fn listen(&mut self, listener: OwnedFd) -> Result<ListenerId, Errno> {
+        if self.nodelay {
+            // Inherited by every accepted socket. Best effort: one that refuses still works.
+            let _ = self.sys.set_nodelay(listener.as_raw_fd());
+        }
         let index = self.listeners.len() as u32;
         self.listeners.push(Some(listener));
         self.arm_accept(index);
@@ -712,9 +721,6 @@ impl Uring {
             let fd: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(res) };
             if !listening {
                 return; // raced with unlisten: drop (close) it
-            }
-            if self.nodelay {
-                let _ = self.sys.set_nodelay(fd.as_raw_fd());
             }
             let conn = self.register(fd);
             self.pending.push(Event::Accepted {

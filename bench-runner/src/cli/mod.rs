@@ -173,6 +173,9 @@ pub enum DriverChoice {
     Wrk,
     /// rxload's goose engine: the realism cross-check (whole-second slices, no warm-up)
     Goose,
+    /// oha (cargo install oha --locked), its JSON parsed: the-benchmarker's generator of
+    /// 2025-02 to 2026-08, for every load model (whole-second slices, no warm-up)
+    Oha,
 }
 
 impl DriverChoice {
@@ -181,6 +184,7 @@ impl DriverChoice {
             DriverChoice::Rxload => "rxload",
             DriverChoice::Wrk => "wrk",
             DriverChoice::Goose => "goose",
+            DriverChoice::Oha => "oha",
         }
     }
 }

@@ -1,9 +1,11 @@
 //! The load driver, behind one trait: [`LoadDriver`]. rxload runs in this process
-//! ([`rxload`]), wrk ([`wrk`]) and rxload's goose engine ([`goose`]) as child processes whose
+//! ([`rxload`]), wrk ([`wrk`]), oha ([`oha`]) and rxload's goose engine ([`goose`]) as child
+//! processes whose
 //! report is parsed; all give the same [`Report`]. A new driver is one file here and one arm
 //! in [`choose`].
 
 pub mod goose;
+pub mod oha;
 pub mod rxload;
 pub mod wrk;
 
@@ -23,6 +25,8 @@ use crate::model::LoadModel;
 pub enum LoadError {
     #[error("--driver wrk: wrk is not installed")]
     WrkMissing,
+    #[error("--driver oha: oha is not installed (cargo install oha --locked)")]
+    OhaMissing,
     #[error("--driver wrk sends GET only: route {0} needs --driver rxload")]
     WrkGetOnly(Route),
     #[error("building rxload with goose: {0}")]
@@ -114,6 +118,7 @@ pub fn choose(
         DriverChoice::Rxload => Box::new(rxload::Rxload),
         DriverChoice::Wrk => Box::new(wrk::Wrk::find(routes)?),
         DriverChoice::Goose => Box::new(goose::Goose::build(root)?),
+        DriverChoice::Oha => Box::new(oha::Oha::find()?),
     };
     if let Some(&load) = loads.iter().find(|&&l| !driver.supports(l)) {
         return Err(LoadError::Unsupported {
