@@ -160,6 +160,16 @@ its first log line, e.g.
 `server listening on 0.0.0.0:3000 workers=2 backend=epoll/rx io_uring=unavailable(EPERM)`.
 SIGTERM prints one JSON line of per-worker request and syscall counters; SIGUSR1 prints the
 same line and keeps serving.
+
+## Load models
+
+The board measured with a fresh TCP connection per request (oha `--disable-keepalive`)
+from 2025-02 until 2026-08, and since then with zrk, open-loop (`-R RATE`, latency from each
+request's due time). rxbench measures this server in both and in closed-loop keep-alive
+(`bench-runner --load keepalive,per-request,open`, with its own generator rxload and, as a
+cross-check, `--driver oha`); each of its results names the load model it ran. With one
+request per connection the server answers `Connection: close` by closing itself, without
+lingering when the client sent nothing after its last request.
 ";
 
 fn copy_rs(from: &Path, to: &Path) -> Result<usize> {

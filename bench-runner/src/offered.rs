@@ -32,6 +32,7 @@ pub fn capacity(raw: &Raw, key: &ServerKey, conns: u32, route: &str) -> Option<f
 pub fn rate(raw: &Raw, load: LoadModel, key: &ServerKey, conns: u32, route: &str) -> Option<f64> {
     let offered = load.offered()?;
     let base = match offered {
+        Offered::Fixed(n) => return Some(f64::from(n)),
         Offered::Own(_) => capacity(raw, key, conns, route)?,
         Offered::Slowest(_) => raw
             .configurations()
@@ -39,7 +40,7 @@ pub fn rate(raw: &Raw, load: LoadModel, key: &ServerKey, conns: u32, route: &str
             .filter_map(|k| capacity(raw, k, conns, route))
             .min_by(f64::total_cmp)?,
     };
-    Some(base * offered.fraction())
+    Some(base * offered.fraction()?)
 }
 
 #[cfg(test)]
@@ -82,6 +83,9 @@ mod tests {
         // A closed-loop model offers no rate; a level nothing measured has none either (the
         // slice then fails rather than guess one).
         assert_eq!(rate(&raw, LoadModel::KeepAlive, &rx, 64, "GET:/"), None);
+        // A fixed rate needs no capacity.
+        let fixed = LoadModel::Open(Offered::Fixed(20_000));
+        assert_eq!(rate(&raw, fixed, &rx, 512, "GET:/"), Some(20_000.0));
         assert_eq!(rate(&raw, own90, &rx, 512, "GET:/"), None);
         raw.slices.clear();
         assert_eq!(rate(&raw, own90, &rx, 64, "GET:/"), None);

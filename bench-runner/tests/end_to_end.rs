@@ -595,6 +595,14 @@ fn both_load_models(engine: &str, port: &str) {
         "{per_request:?}"
     );
     check_open_loop(&raw, &file, (open50, slowest50));
+    let latency = std::fs::read_to_string(dir.join("latency.svg")).expect("latency.svg");
+    assert!(latency.contains("latency against load"), "{latency}");
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_eq!(
+        page.matches("<figure>").count(),
+        2,
+        "chart and latency figures"
+    );
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
     for heading in [
         "# Load `keepalive`",

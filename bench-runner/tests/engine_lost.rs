@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{
-    assert_re_renders_incomplete, available_or_skip, docker_reachable, run_folder,
-    rxbench_containers, wait_for_slices,
+    assert_run_lost_its_engine, available_or_skip, docker_reachable, rxbench_containers,
+    wait_for_slices,
 };
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
@@ -152,35 +152,8 @@ fn an_engine_that_stops_answering_ends_the_run_with_its_cause_and_keeps_the_slic
     let before = wait_for_slices(&out, 4);
     proxy.cut();
     let finished = runner.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&finished.stderr);
-    assert!(!finished.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("the Docker engine stopped answering at unix://")
-            && stderr.contains("the run stops")
-            && stderr.contains("bench-runner clean"),
-        "{stderr}"
-    );
     // Every slice measured before the cut is kept, the record whole and marked incomplete.
-    let dir = run_folder(&out).expect("the run's folder");
-    let raw: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("raw.json")).unwrap()).unwrap();
-    let slices = raw["slices"].as_array().unwrap();
-    assert!(slices.len() >= before, "{} < {before}", slices.len());
-    assert_eq!(raw["complete"], false);
-    assert_eq!(
-        slices.last().unwrap()["error"]["kind"],
-        "engine_lost",
-        "{}",
-        slices.last().unwrap()
-    );
-    let leftovers: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tmp") || n.starts_with('.'))
-        .collect();
-    assert!(leftovers.is_empty(), "half-written files: {leftovers:?}");
-    assert_re_renders_incomplete(&dir);
+    assert_run_lost_its_engine(&finished, &out, before);
     // The engine answers again (the proxy was only the runner's way to it): clean removes
     // what the runner could not.
     let cleaned = Command::new(RUNNER).arg("clean").output().unwrap();

@@ -234,7 +234,9 @@ pub fn run_observed(
             backend.backend()
         ));
     }
-    if backend.epoll_mode.is_none() && !opts.batch_wait.is_zero() && !results[0].batches_waits {
+    // An open loop never batches its waits (they would delay its stamps): nothing to say.
+    let batching = !opts.batch_wait.is_zero() && opts.rate.is_none();
+    if backend.epoll_mode.is_none() && batching && !results[0].batches_waits {
         note("this kernel has no io_uring min-wait (6.12+): one wake-up per completion");
     }
 

@@ -282,13 +282,18 @@ pub struct MeasureArgs {
     pub loads: Vec<LoadChoice>,
     /// With --load open: offered rates as percentages of each server's own keep-alive req/s
     /// at the level and route (measured in the run's first round), one open-loop cell each
-    #[arg(long, value_delimiter = ',', default_value = "50,90", value_parser = clap::value_parser!(u8).range(1..=100))]
+    /// (0: none)
+    #[arg(long, value_delimiter = ',', default_value = "50,90", value_parser = clap::value_parser!(u8).range(0..=100))]
     pub open_at: Vec<u8>,
     /// With --load open: an offered rate every server gets alike, as a percentage of the
     /// slowest server's keep-alive req/s at the level and route (0: none), so latencies
     /// compare at one load
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub open_slowest: u8,
+    /// With --load open: fixed offered rates in requests a second, the same for every server
+    /// and every run (needs no keep-alive capacity), e.g. 20000
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    pub open_rate: Vec<u32>,
     /// Connection levels
     #[arg(long, value_delimiter = ',', default_value = "64,256,512", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub conns: Vec<u32>,
@@ -397,11 +402,17 @@ impl MeasureArgs {
                     models.extend(
                         self.open_at
                             .iter()
+                            .filter(|&&p| p > 0)
                             .map(|&p| LoadModel::Open(Offered::Own(p))),
                     );
                     if self.open_slowest > 0 {
                         models.push(LoadModel::Open(Offered::Slowest(self.open_slowest)));
                     }
+                    models.extend(
+                        self.open_rate
+                            .iter()
+                            .map(|&n| LoadModel::Open(Offered::Fixed(n))),
+                    );
                 }
             }
         }

@@ -174,6 +174,23 @@ fn load_open_expands_into_its_rates_and_needs_keep_alive() {
         .measure
         .load_models()
         .contains(&LoadModel::Open(Offered::Slowest(50))));
+    // A fixed rate alone needs no keep-alive.
+    let fixed = parse(&[
+        "--load",
+        "open",
+        "--open-at",
+        "0",
+        "--open-slowest",
+        "0",
+        "--open-rate",
+        "20000",
+    ])
+    .unwrap();
+    assert_eq!(
+        fixed.measure.load_models(),
+        vec![LoadModel::Open(Offered::Fixed(20_000))]
+    );
+    assert!(crate::plan::make_plan(&fixed, true, 1).is_ok());
     // A rate above capacity is not a share of it.
     assert!(parse(&["--load", "open", "--open-at", "150"]).is_err());
     let alone = parse(&["--load", "open"]).unwrap();
@@ -190,6 +207,7 @@ fn load_models_read_back_as_they_are_written() {
         LoadModel::PerRequest,
         LoadModel::Open(Offered::Own(90)),
         LoadModel::Open(Offered::Slowest(50)),
+        LoadModel::Open(Offered::Fixed(20_000)),
     ] {
         let json = serde_json::to_string(&m).unwrap();
         assert_eq!(
@@ -208,7 +226,18 @@ fn load_models_read_back_as_they_are_written() {
         serde_json::to_string(&LoadModel::PerRequest).unwrap(),
         "\"per-request\""
     );
-    for bad in ["open", "open-0", "open-101", "open-slowest-", "closed"] {
+    assert_eq!(
+        LoadModel::Open(Offered::Fixed(20_000)).name(),
+        "open-20000-rps"
+    );
+    for bad in [
+        "open",
+        "open-0",
+        "open-101",
+        "open-slowest-",
+        "open-0-rps",
+        "closed",
+    ] {
         let e = bad.parse::<LoadModel>().unwrap_err();
         assert!(e.to_string().contains(bad), "{e}");
     }

@@ -58,19 +58,24 @@ pub enum Offered {
     /// This percentage of the lowest keep-alive req/s of any configuration at the level and
     /// route: every server at the same absolute rate, so their latencies compare directly.
     Slowest(u8),
+    /// This many requests a second, whatever anything measured: one rate across runs and
+    /// drivers (a cross-check of two drivers at a rate below both one's limits).
+    Fixed(u32),
 }
 
 impl Offered {
-    pub fn fraction(self) -> f64 {
+    /// The share of a capacity it offers (`None`: a fixed rate, no share).
+    pub fn fraction(self) -> Option<f64> {
         match self {
-            Offered::Own(p) | Offered::Slowest(p) => f64::from(p) / 100.0,
+            Offered::Own(p) | Offered::Slowest(p) => Some(f64::from(p) / 100.0),
+            Offered::Fixed(_) => None,
         }
     }
 }
 
 /// A load model's name that no parser knows.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown load model '{0}': keepalive, per-request, open-P (P % of the server's own keep-alive rate) or open-slowest-P (P % of the slowest server's), P in 1..=100")]
+#[error("unknown load model '{0}': keepalive, per-request, open-P (P % of the server's own keep-alive rate), open-slowest-P (P % of the slowest server's), P in 1..=100, or open-N-rps (N requests a second)")]
 pub struct UnknownLoad(pub String);
 
 impl std::str::FromStr for LoadModel {
@@ -87,9 +92,15 @@ impl std::str::FromStr for LoadModel {
             "keepalive" | "keep-alive" => Ok(LoadModel::KeepAlive),
             "per-request" => Ok(LoadModel::PerRequest),
             _ => match s.strip_prefix("open-") {
-                Some(rest) => match rest.strip_prefix("slowest-") {
-                    Some(p) => Ok(LoadModel::Open(Offered::Slowest(pct(p)?))),
-                    None => Ok(LoadModel::Open(Offered::Own(pct(rest)?))),
+                Some(rest) => match (rest.strip_prefix("slowest-"), rest.strip_suffix("-rps")) {
+                    (Some(p), _) => Ok(LoadModel::Open(Offered::Slowest(pct(p)?))),
+                    (None, Some(n)) => n
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .map(|n| LoadModel::Open(Offered::Fixed(n)))
+                        .ok_or_else(|| UnknownLoad(s.to_string())),
+                    (None, None) => Ok(LoadModel::Open(Offered::Own(pct(rest)?))),
                 },
                 None => Err(UnknownLoad(s.to_string())),
             },
@@ -104,6 +115,7 @@ impl std::fmt::Display for LoadModel {
             LoadModel::PerRequest => f.write_str("per-request"),
             LoadModel::Open(Offered::Own(p)) => write!(f, "open-{p}"),
             LoadModel::Open(Offered::Slowest(p)) => write!(f, "open-slowest-{p}"),
+            LoadModel::Open(Offered::Fixed(n)) => write!(f, "open-{n}-rps"),
         }
     }
 }
@@ -162,6 +174,9 @@ impl LoadModel {
             LoadModel::Open(Offered::Slowest(p)) => format!(
                 "open loop on keep-alive connections at {p} % of the slowest server's keep-alive req/s (measured in the run's first round): every server at the same rate, latency from each request's due time"
             ),
+            LoadModel::Open(Offered::Fixed(n)) => format!(
+                "open loop on keep-alive connections at {n} req/s for every server, latency from each request's due time"
+            ),
         }
     }
 
@@ -182,7 +197,7 @@ pub enum LoadChoice {
     KeepAlive,
     /// A fresh connection per request, the client closing after each response
     PerRequest,
-    /// Open loop at the rates of --open-at and --open-slowest
+    /// Open loop at the rates of --open-at, --open-slowest and --open-rate
     Open,
 }
 

@@ -27,7 +27,7 @@ pub enum PlanError {
     CmdNeedsNative(String),
     #[error("--reference {0}: no --server of that name")]
     UnknownReference(String),
-    #[error("--load open needs keepalive in the same run: its offered rates are shares of the keep-alive req/s measured in the first round (e.g. --load keepalive,open)")]
+    #[error("--load open needs keepalive in the same run: its offered rates are shares of the keep-alive req/s measured in the first round (e.g. --load keepalive,open), unless --open-at and --open-slowest are off and --open-rate gives them")]
     OpenNeedsKeepAlive,
     #[error("--port {port}: {servers} servers need consecutive ports from it")]
     PortsRunOut { port: u16, servers: usize },
@@ -101,7 +101,10 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
     conns.sort_unstable();
     conns.dedup();
     let loads = a.measure.load_models();
-    if loads.iter().any(|l| l.offered().is_some()) && !loads.contains(&LoadModel::KeepAlive) {
+    let shares = loads
+        .iter()
+        .any(|l| l.offered().and_then(|o| o.fraction()).is_some());
+    if shares && !loads.contains(&LoadModel::KeepAlive) {
         return Err(PlanError::OpenNeedsKeepAlive);
     }
     Ok((

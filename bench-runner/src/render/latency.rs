@@ -1,6 +1,7 @@
 //! latency.svg, for a run with open-loop cells: latency against offered load, one panel per
 //! connection level (rows) and profile (columns), a line per configuration through its
-//! open-loop cells at shares of its own capacity — P99 solid, P50 thin — on a log axis, where
+//! open-loop cells at shares of its own capacity — P99 solid, P50 thin, each the median over
+//! slices of the slice's own — on a log axis, where
 //! a queue building up near capacity shows as the knee it is.
 
 use std::path::Path;
@@ -45,8 +46,8 @@ pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result<(), ChartError> {
             .iter()
             .filter(|r| r.profile == p && r.conns == n && &r.config == c && r.route == route)
             .filter_map(|r| match r.load.offered()? {
-                Offered::Own(pct) if r.p99_us > 0.0 => {
-                    Some((f64::from(pct), r.p50_us.max(1.0), r.p99_us))
+                Offered::Own(pct) if r.p99_us_median > 0.0 => {
+                    Some((f64::from(pct), r.p50_us_median.max(1.0), r.p99_us_median))
                 }
                 _ => None,
             })
@@ -57,9 +58,9 @@ pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result<(), ChartError> {
     let latencies = s
         .rows
         .iter()
-        .filter(|r| matches!(r.load.offered(), Some(Offered::Own(_))) && r.p99_us > 0.0);
+        .filter(|r| matches!(r.load.offered(), Some(Offered::Own(_))) && r.p99_us_median > 0.0);
     let (lo, hi) = latencies.fold((f64::MAX, 1.0f64), |(lo, hi), r| {
-        (lo.min(r.p50_us.max(1.0)), hi.max(r.p99_us))
+        (lo.min(r.p50_us_median.max(1.0)), hi.max(r.p99_us_median))
     });
     let (lo, hi) = (lo.min(hi) / 1.5, hi * 2.0);
     let panels = root.split_evenly((rows, cols));

@@ -31,7 +31,7 @@ pub(super) fn latency_table(s: &Summary, load: LoadModel, profile: Profile, rout
     if rows.is_empty() {
         return String::new();
     }
-    let mut t = format!("Latency at the offered rate, from each request's due time (the slices' histograms merged; `uncorrected`: from the actual send, as a closed-loop driver reports it). Overloaded: slices in which the server answered under {:.0} % of the rate offered, its queue growing through the slice (their latency is the backlog's); behind: slices in which the driver fell behind its own schedule (left out of the paired latency changes):\n\n| config | conns | offered req/s | achieved | P50 | P99 | P99.9 | P99 uncorrected | slices overloaded / behind / all |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", KEPT_UP * 100.0);
+    let mut t = format!("Latency at the offered rate, from each request's due time: P50 and P99 the medians over slices of each slice's own (a few overloaded slices would set a merged P99), P99.9 from the slices' histograms merged; `uncorrected`: from the actual send, as a closed-loop driver reports it. Overloaded: slices in which the server answered under {:.0} % of the rate offered, its queue growing through the slice (their latency is the backlog's); behind: slices in which the driver fell behind its own schedule (left out of the paired latency changes):\n\n| config | conns | offered req/s | achieved | P50 | P99 | P99.9 | P99 uncorrected | slices overloaded / behind / all |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", KEPT_UP * 100.0);
     for (r, o) in rows {
         t += &format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
@@ -39,8 +39,8 @@ pub(super) fn latency_table(s: &Summary, load: LoadModel, profile: Profile, rout
             r.conns,
             short_rate(o.offered_rps),
             short_rate(r.rps_median),
-            short_us(r.p50_us),
-            short_us(r.p99_us),
+            short_us(r.p50_us_median),
+            short_us(r.p99_us_median),
             o.p999_us.map_or("–".into(), short_us),
             short_us(o.uncorrected_p99_us),
             o.overloaded_rounds,

@@ -89,3 +89,43 @@ pub fn assert_re_renders_incomplete(dir: &std::path::Path) {
     );
     assert!(String::from_utf8_lossy(&report.stdout).contains("incomplete run"));
 }
+
+/// A run that lost its engine mid-run (engine_lost.rs cuts a proxy, daemon_restart.rs stops
+/// the daemon): it failed naming the cause, and kept at least the `before` slices it had in
+/// a whole raw.json marked incomplete, whose last slice says `engine_lost` and which
+/// re-renders. Returns the run's folder.
+pub fn assert_run_lost_its_engine(
+    finished: &std::process::Output,
+    out: &std::path::Path,
+    before: usize,
+) -> std::path::PathBuf {
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(!finished.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the Docker engine stopped answering at unix://")
+            && stderr.contains("the run stops")
+            && stderr.contains("bench-runner clean"),
+        "{stderr}"
+    );
+    let dir = run_folder(out).expect("the run's folder");
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("raw.json")).unwrap()).unwrap();
+    let slices = raw["slices"].as_array().unwrap();
+    assert!(slices.len() >= before, "{} < {before}", slices.len());
+    assert_eq!(raw["complete"], false);
+    assert_eq!(
+        slices.last().unwrap()["error"]["kind"],
+        "engine_lost",
+        "{}",
+        slices.last().unwrap()
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") || n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "half-written files: {leftovers:?}");
+    assert_re_renders_incomplete(&dir);
+    dir
+}

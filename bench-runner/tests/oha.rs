@@ -1,0 +1,97 @@
+//! `--driver oha`: a short native run of every load model driven by the real oha (crates.io,
+//! installed by .ci/run), its JSON parsed into every slice's report. Without oha the test says
+//! SKIPPED — unless `RXBENCH_REQUIRE_OHA` is set (.ci/run sets it), when it fails.
+
+mod common;
+
+use std::process::Command;
+
+use bench_runner::model::{LoadModel, Offered};
+use common::run_folder;
+
+const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
+
+fn oha_here() -> bool {
+    bench_runner::load::oha::Oha::find().is_ok()
+}
+
+#[test]
+fn oha_drives_every_load_model_and_its_report_is_read() {
+    if !oha_here() {
+        assert!(
+            std::env::var_os("RXBENCH_REQUIRE_OHA").is_none(),
+            "RXBENCH_REQUIRE_OHA is set but oha is not installed"
+        );
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"SKIPPED oha: oha is not installed (cargo install oha --locked)\n",
+        );
+        return;
+    }
+    let out = std::env::temp_dir().join(format!("rxbench-oha-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let result = Command::new(RUNNER)
+        .args([
+            "--engine",
+            "native",
+            "--driver",
+            "oha",
+            "--profiles",
+            "relaxed",
+        ])
+        .args(["--configs", "rx", "--instances", "1", "--conns", "16"])
+        .args(["--load", "keepalive,per-request,open", "--open-at", "50"])
+        .args(["--open-slowest", "0", "--rounds", "2", "--slice", "1s"])
+        .args([
+            "--slice-warmup",
+            "0s",
+            "--strace",
+            "off",
+            "--port",
+            "3961",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    let dir = run_folder(&out).expect("the run's folder");
+    let raw = bench_runner::record::read_raw(&dir).unwrap();
+    assert_eq!(raw.driver, "oha");
+    let open = LoadModel::Open(Offered::Own(50));
+    for load in [LoadModel::KeepAlive, LoadModel::PerRequest, open] {
+        let slices: Vec<_> = raw.slices.iter().filter(|s| s.load == load).collect();
+        assert_eq!(slices.len(), 2, "{load}: a slice a round");
+        for s in slices {
+            assert!(s.ok(), "{load}: {s:?}");
+            let r = s.report.as_ref().unwrap();
+            assert_eq!(r.engine, "oha");
+            assert!(r.requests > 100 && r.errors.status == 0, "{load}: {r:?}");
+            assert!(
+                r.latency.p50_us > 0.0 && r.latency.p99_us >= r.latency.p50_us,
+                "{r:?}"
+            );
+        }
+    }
+    // The open-loop slices offered half the first round's keep-alive rate, and oha kept to it.
+    let capacity = raw
+        .slices
+        .iter()
+        .find(|s| s.load == LoadModel::KeepAlive && s.round == 1)
+        .and_then(|s| s.rps())
+        .unwrap();
+    for s in raw.slices.iter().filter(|s| s.load == open) {
+        let offered = s.offered_rps().unwrap();
+        assert!(
+            (offered - 0.5 * capacity).abs() < 1.0,
+            "{offered} vs {capacity}"
+        );
+        let got = s.rps().unwrap();
+        assert!(
+            got > 0.8 * offered && got < 1.2 * offered,
+            "oha at {got} of {offered}"
+        );
+    }
+    std::fs::remove_dir_all(&out).ok();
+}
