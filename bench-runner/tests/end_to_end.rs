@@ -520,6 +520,10 @@ fn both_load_models(engine: &str, port: &str) {
             "50",
             "--open-slowest",
             "50",
+            // One round above the fewest an interval is made from: an open-loop slice whose
+            // driver fell behind is left out, and the cell keeps its comparison.
+            "--rounds",
+            "4",
             "--port",
             port,
         ],
@@ -540,10 +544,10 @@ fn both_load_models(engine: &str, port: &str) {
         slowest50,
     ] {
         let n = raw.slices.iter().filter(|s| s.load == load).count();
-        // 3 configurations x 2 instances x the quick run's 3 rounds.
+        // 3 configurations x 2 instances x 4 rounds.
         assert_eq!(
             n,
-            3 * 2 * 3,
+            3 * 2 * 4,
             "{load:?}: a slice per resident server and round"
         );
     }
@@ -684,7 +688,34 @@ fn check_open_loop(
                 && c.baseline == Subject::Own(ServerConfig::Rx)
         })
     };
-    assert!(p99(own) && p99(slowest), "io_uring vs rx on P99, paired");
+    for load in [own, slowest] {
+        if p99(load) {
+            continue;
+        }
+        // Without a comparison, the driver must have fallen behind its schedule in enough of
+        // the slices that would have made it (they measured the driver, and are left out) to
+        // leave an instance under the fewest rounds an interval is made from.
+        let theirs: Vec<_> = raw
+            .slices
+            .iter()
+            .filter(|s| s.load == load)
+            .filter(|s| {
+                [ServerConfig::Rx, ServerConfig::IoUring]
+                    .iter()
+                    .any(|&c| s.server.config == Subject::Own(c))
+            })
+            .collect();
+        let behind = theirs.iter().filter(|s| s.behind_schedule()).count();
+        assert!(
+            behind >= 2,
+            "{load}: no paired P99 for io_uring vs rx, with the driver behind in only {behind} of their {} slices",
+            theirs.len()
+        );
+        eprintln!(
+            "NOT CHECKED: {load}'s paired P99 — the driver fell behind its schedule in {behind} of the {} slices of rx and io_uring on this host",
+            theirs.len()
+        );
+    }
 }
 
 #[test]
