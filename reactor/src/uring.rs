@@ -115,8 +115,11 @@ impl Drop for Uring {
         // Closes queued since the last enter (a connection per request closes one a
         // response) would otherwise never run: their descriptors would stay open after the
         // reactor, one per connection, until the process ran out. Submitted now, they run
-        // inline; whatever else the queue held is cancelled with the ring.
-        let _ = self.sys.io_uring_submit(&self.ring.submitter());
+        // inline; whatever else the queue held is cancelled with the ring. An empty queue
+        // costs no enter.
+        if !self.ring.submission().is_empty() {
+            let _ = self.sys.io_uring_submit(&self.ring.submitter());
+        }
         if let Some(bufring) = &self.bufring {
             let _ = self
                 .sys
