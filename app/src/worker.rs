@@ -258,13 +258,15 @@ impl Worker {
                 if !s.out.is_empty() {
                     return self.flush(conn, now);
                 }
-                if s.phase == Phase::CloseAfterSend(Then::Linger) {
-                    self.linger(conn, now);
-                } else if s.phase == Phase::CloseAfterSend(Then::Close) {
-                    self.close(conn);
-                } else if let Some(input) = s.input.take() {
-                    // Reading was paused behind a large backlog of responses.
-                    self.arm(conn, input);
+                match s.phase {
+                    Phase::CloseAfterSend(Then::Linger) => self.linger(conn, now),
+                    Phase::CloseAfterSend(Then::Close) => self.close(conn),
+                    _ => {
+                        if let Some(input) = s.input.take() {
+                            // Reading was paused behind a large backlog of responses.
+                            self.arm(conn, input);
+                        }
+                    }
                 }
             }
             Event::AcceptFailed { error, .. } if error.is_out_of_resources() => {

@@ -41,13 +41,6 @@ fn token(kind: u64, slot: u32, generation: u32) -> u64 {
     (kind << 62) | (u64::from(generation & 0x3fff_ffff) << 32) | u64::from(slot)
 }
 
-/// How many connections one listener readiness event accepts at most. One, as nginx does
-/// without `multi_accept`: the listener is level-triggered, so a backlog is reported again by
-/// the next wait (which the loop makes anyway), whereas accepting until EAGAIN costs a failing
-/// accept4 for nearly every connection when each arrives alone — a connection per request
-/// paid 1.8 accept4 a request that way.
-const ACCEPT_BATCH: usize = 1;
-
 struct EConn {
     fd: OwnedFd,
     /// fd-table generation of this connection.
@@ -125,7 +118,7 @@ impl Epoll {
         }
         let index = self.listeners.len() as u32;
         let t = token(KIND_LISTENER, index, 0);
-        // Level-triggered: a backlog left after one accept batch is reported again.
+        // Level-triggered: a backlog left after one accept is reported again.
         self.sys.epoll_ctl(
             self.epfd.as_raw_fd(),
             libc::EPOLL_CTL_ADD,
@@ -302,32 +295,32 @@ impl Epoll {
         let Some(Some(listener)) = self.listeners.get(index as usize) else {
             return;
         };
-        let lfd = listener.as_raw_fd();
-        for _ in 0..ACCEPT_BATCH {
-            match self.sys.accept(lfd) {
-                Ok(fd) => {
-                    // SAFETY: accept4 returned a new fd that nothing else owns.
-                    let fd: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) };
-                    let conn = self.register(fd);
-                    self.pending.push(Event::Accepted {
-                        listener: ListenerId(index),
-                        conn,
-                    });
+        // One accept a readiness, as nginx does without `multi_accept`: the listener is
+        // level-triggered, so a backlog (or a connection aborted, or a signal, before this
+        // one) is reported again by the next wait, which the loop makes anyway; accepting
+        // until EAGAIN cost a failing accept4 for nearly every connection arriving alone — a
+        // connection per request paid 1.8 accept4 a request that way.
+        match self.sys.accept(listener.as_raw_fd()) {
+            Ok(fd) => {
+                // SAFETY: accept4 returned a new fd that nothing else owns.
+                let fd: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) };
+                let conn = self.register(fd);
+                self.pending.push(Event::Accepted {
+                    listener: ListenerId(index),
+                    conn,
+                });
+            }
+            Err(Errno(libc::EAGAIN | libc::EINTR | libc::ECONNABORTED)) => {}
+            Err(error) => {
+                if error.is_out_of_resources() {
+                    // Level-triggered, the backlog would wake every wait: mute the listener
+                    // until resume_accept.
+                    self.watch_listener(index, 0);
                 }
-                Err(Errno(libc::EAGAIN)) => break,
-                Err(Errno(libc::EINTR | libc::ECONNABORTED)) => continue,
-                Err(error) => {
-                    if error.is_out_of_resources() {
-                        // Level-triggered, the backlog would wake every wait: mute the
-                        // listener until resume_accept.
-                        self.watch_listener(index, 0);
-                    }
-                    self.pending.push(Event::AcceptFailed {
-                        listener: ListenerId(index),
-                        error,
-                    });
-                    break;
-                }
+                self.pending.push(Event::AcceptFailed {
+                    listener: ListenerId(index),
+                    error,
+                });
             }
         }
     }

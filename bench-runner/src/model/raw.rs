@@ -89,21 +89,19 @@ impl Slice {
         self.report.as_ref().map(|r| r.requests_per_s)
     }
 
-    /// An open-loop slice's offered rate, as its driver scheduled it.
+    /// An open-loop slice's schedule, as its driver reported it.
+    fn open_loop(&self) -> Option<&driver::report::OpenLoop> {
+        self.report.as_ref()?.open_loop.as_ref()
+    }
+
+    /// An open-loop slice's offered rate.
     pub fn offered_rps(&self) -> Option<f64> {
-        self.report
-            .as_ref()?
-            .open_loop
-            .as_ref()
-            .map(|o| o.target_rps)
+        self.open_loop().map(|o| o.target_rps)
     }
 
     /// An open-loop slice whose driver fell behind its own schedule: it measured the driver.
     pub fn behind_schedule(&self) -> bool {
-        self.report
-            .as_ref()
-            .and_then(|r| r.open_loop.as_ref())
-            .is_some_and(|o| o.behind)
+        self.open_loop().is_some_and(|o| o.behind)
     }
 
     /// Server CPU time per request, in µs.
