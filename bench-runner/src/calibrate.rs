@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::cli::{CalibrateArgs, DriverChoice, MeasureArgs, Network, RunArgs, StraceSlices};
-use crate::model::{LoadModel, Raw, ServerKey};
+use crate::model::{LoadChoice, LoadModel, Raw, ServerKey};
 use crate::stats::instances::{self, Series};
 use crate::stats::{
     bootstrap_median, median, order_statistic_median, paired_ratios, seed_for, Interval,
@@ -28,6 +28,8 @@ pub fn run_args(a: &CalibrateArgs) -> RunArgs {
         ..a.measure.clone()
     };
     measure.rounds = Some(checked.rounds());
+    // The study is of keep-alive CPU per request unless told otherwise.
+    measure.loads = Some(measure.loads.unwrap_or(vec![LoadChoice::KeepAlive]));
     measure.instances = Some(measure.instances.unwrap_or(DEFAULT_INSTANCES));
     RunArgs {
         measure,

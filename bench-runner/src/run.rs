@@ -67,6 +67,8 @@ pub enum RunError {
     },
     #[error("--load per-request: {0}")]
     Ports(#[from] driver::ports::PortsError),
+    #[error("--load per-request: {0}")]
+    Conntrack(#[from] driver::conntrack::ConntrackError),
     #[error("a setup task stopped: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
@@ -103,7 +105,7 @@ pub async fn run_on<E: Engine>(
     seed: u64,
     engine_note: Option<String>,
 ) -> Result<()> {
-    let (plan, mut notes) = make_plan(args, engine.is_native(), seed)?;
+    let (mut plan, mut notes) = make_plan(args, engine.is_native(), seed)?;
     notes.extend(engine_note);
     let m = &args.measure;
     let (default_server, default_load) = cpus::default_split();
@@ -114,6 +116,15 @@ pub async fn run_on<E: Engine>(
     }
     if plan.loads.contains(&LoadModel::PerRequest) {
         check_port_reuse(args)?;
+        match check_conntrack(args) {
+            // The full run's default models: left out, said why; asked for: refused.
+            Err(e) if m.loads.is_none() => {
+                plan.leave_out(LoadModel::PerRequest);
+                notes.push(format!("per-request left out of the run: {e}"));
+                eprintln!("bench-runner: note: per-request left out of the run: {e}");
+            }
+            r => r?,
+        }
     }
     let root = crate::repo_root();
     engine.prepare(&root, args.no_build).await?;
@@ -145,6 +156,7 @@ pub async fn run_on<E: Engine>(
             slice_warmup_s: plan.warmup.as_secs_f64(),
             loads: plan.loads.clone(),
             conns: plan.conns.clone(),
+            load_conns: plan.load_conns.clone(),
             routes: plan.routes.clone(),
             seed,
             instances: plan.instances,
@@ -458,6 +470,17 @@ fn check_port_reuse(args: &RunArgs) -> Result<()> {
         driver::ports::check(loopback, &driver::ports::Sysctls::read())?;
     }
     Ok(())
+}
+
+/// A connection per request to loopback must not be counted by a connection-tracking table
+/// it would fill (checked before any server starts; every slice counts the table's drops too).
+fn check_conntrack(args: &RunArgs) -> Result<(), driver::conntrack::ConntrackError> {
+    match (args.network, is_loopback(&args.target_host)) {
+        (Network::Host, Some(true)) => driver::conntrack::check_loopback(),
+        // Off loopback the path (and any firewall on it) is the user's; a bridge network's
+        // own rules are Docker's: the slices' drop counts still mark what the table cost.
+        _ => Ok(()),
+    }
 }
 
 /// Every host-network server needs its own free port: say which is taken before starting any.

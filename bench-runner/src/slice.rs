@@ -34,6 +34,8 @@ pub enum SliceError {
     Interrupted,
     #[error("the server exited during the slice; its last lines:\n{log}")]
     ServerExited { log: String },
+    #[error("netfilter's connection-tracking table refused {dropped} connections during the slice (full: its entries outlive each closed connection by nf_conntrack_tcp_timeout_time_wait), so connects stalled on it; exempt loopback from tracking (docs/methodology.md, \"A connection per request\")")]
+    Conntrack { dropped: u64 },
 }
 
 impl SliceError {
@@ -47,6 +49,7 @@ impl SliceError {
             SliceError::NoCapacity => FailureKind::NoCapacity,
             SliceError::Interrupted => FailureKind::Interrupted,
             SliceError::ServerExited { .. } => FailureKind::ServerExited,
+            SliceError::Conntrack { .. } => FailureKind::Conntrack,
         }
     }
 }
@@ -163,7 +166,12 @@ pub async fn measure<E: Engine>(
         conns: cell.conns,
         rate,
     };
+    let refused_before = driver::conntrack::drops();
     let outcome = drive(pool, i, driver, setup, &load).await;
+    let refused = match (refused_before, driver::conntrack::drops()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
     let foreign = pool.specs[i].foreign.is_some();
     let server = pool.get_mut(i).expect("alive");
     let mut error = None;
@@ -199,6 +207,10 @@ pub async fn measure<E: Engine>(
                 error = Some(SliceError::NoRequests {
                     log: server.tail(5),
                 });
+            }
+            // Whatever else it says, the slice measured stalled connects.
+            if refused > 0 {
+                error = Some(SliceError::Conntrack { dropped: refused });
             }
             slice.report = Some(w.report);
         }

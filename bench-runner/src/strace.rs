@@ -61,7 +61,8 @@ pub async fn profiles<E: Engine>(
     dir: &Path,
     raw: &mut Raw,
 ) {
-    let (load, conns, route) = (plan.loads[0], plan.conns[0], plan.routes[0].clone());
+    let load = plan.loads[0];
+    let (conns, route) = (plan.conns_of(load)[0], plan.routes[0].clone());
     for i in 0..pool.specs.len() {
         // A syscall profile is the configuration's: its first instance gives it.
         let chosen = pool.specs[i].instance == 0

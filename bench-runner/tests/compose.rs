@@ -102,7 +102,7 @@ fn compose_up_runs_a_quick_benchmark_and_leaves_no_server_behind() {
             .args(args)
             .env(
                 "RXBENCH_ARGS",
-                "--quick --profiles relaxed --configs rx,io_uring --conns 64",
+                "--quick --profiles relaxed --configs rx,io_uring --conns 64 --load keepalive",
             )
             .env("RXBENCH_RESULTS", &results)
             .output()

@@ -105,7 +105,16 @@ fn a_daemon_restarted_mid_run_ends_the_run_with_its_cause_and_keeps_the_slices()
     let _ = std::fs::remove_dir_all(&out);
     let runner = Command::new(RUNNER)
         .args(["--engine", "docker", "--profiles", "relaxed"])
-        .args(["--configs", "rx,legacy", "--conns", "64", "--rounds", "30"])
+        .args([
+            "--configs",
+            "rx,legacy",
+            "--conns",
+            "64",
+            "--load",
+            "keepalive",
+            "--rounds",
+            "30",
+        ])
         .args(["--slice", "300ms", "--slice-warmup", "100ms"])
         .args(["--strace", "off", "--port", "3941", "--out"])
         .arg(&out)

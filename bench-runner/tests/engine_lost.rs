@@ -140,7 +140,16 @@ fn an_engine_that_stops_answering_ends_the_run_with_its_cause_and_keeps_the_slic
     let runner = Command::new(RUNNER)
         .env("DOCKER_HOST", format!("unix://{}", proxy.path.display()))
         .args(["--engine", "docker", "--profiles", "relaxed"])
-        .args(["--configs", "rx,legacy", "--conns", "64", "--rounds", "20"])
+        .args([
+            "--configs",
+            "rx,legacy",
+            "--conns",
+            "64",
+            "--load",
+            "keepalive",
+            "--rounds",
+            "20",
+        ])
         .args(["--slice", "300ms", "--slice-warmup", "100ms"])
         .args(["--strace", "off", "--port", "3931", "--out"])
         .arg(&out)

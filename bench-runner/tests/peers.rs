@@ -92,7 +92,15 @@ fn a_quick_peers_run_measures_every_peer_and_profiles_its_syscalls() {
     let _ = std::fs::remove_dir_all(&out_dir);
     let result = Command::new(RUNNER)
         .args([
-            "peers", "--quick", "--conns", "64", "--port", "3930", "--out",
+            "peers",
+            "--quick",
+            "--conns",
+            "64",
+            "--load",
+            "keepalive,per-request",
+            "--port",
+            "3930",
+            "--out",
         ])
         .arg(&out_dir)
         .output()
@@ -106,16 +114,23 @@ fn a_quick_peers_run_measures_every_peer_and_profiles_its_syscalls() {
     let summary = json(dir.join("summary.json"));
     let raw = json(dir.join("raw.json"));
     for name in ["io_uring", "rx", "legacy"].iter().chain(&PEERS) {
-        let row = summary["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["config"] == *name)
-            .unwrap_or_else(|| panic!("no row for {name}"));
-        assert!(row["flag"].is_null(), "{name}: {row}");
-        // Two instances over the quick run's 3 rounds.
-        assert_eq!(row["rounds_ok"], 6, "{name}: {row}");
-        assert!(row["cpu_us_per_request"].as_f64().unwrap() > 0.0, "{name}");
+        // Every server in both connection modes: kept alive, and a connection per request
+        // (the client closing, whether or not the server honours `Connection: close`).
+        for load in ["keepalive", "per-request"] {
+            let row = summary["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["config"] == *name && r["load"] == load)
+                .unwrap_or_else(|| panic!("no {load} row for {name}"));
+            assert!(row["flag"].is_null(), "{name} {load}: {row}");
+            // Two instances over the quick run's 3 rounds.
+            assert_eq!(row["rounds_ok"], 6, "{name} {load}: {row}");
+            assert!(
+                row["cpu_us_per_request"].as_f64().unwrap() > 0.0,
+                "{name} {load}"
+            );
+        }
         let record = raw["servers"]
             .as_array()
             .unwrap()

@@ -5,6 +5,7 @@
 //! is the fallback. Results use one schema ([`report::Report`]) whatever produced them, print in
 //! wrk's layout, and [`report::parse_wrk_text`] reads real wrk's report into the same schema.
 
+pub mod conntrack;
 #[cfg(feature = "goose")]
 pub mod goose_engine;
 pub mod load;
@@ -126,6 +127,8 @@ pub enum RunError {
     },
     #[error(transparent)]
     Ports(#[from] ports::PortsError),
+    #[error(transparent)]
+    Conntrack(#[from] conntrack::ConntrackError),
     #[error("{0}")]
     Invalid(&'static str),
     #[error("{0}")]

@@ -187,6 +187,12 @@ impl DriverChoice {
             DriverChoice::Oha => "oha",
         }
     }
+
+    /// Whether it drives the per-request and open-loop models too (wrk and goose: keep-alive
+    /// only).
+    pub fn drives_every_load_model(self) -> bool {
+        matches!(self, DriverChoice::Rxload | DriverChoice::Oha)
+    }
 }
 
 /// Which servers get one extra slice under `strace -c -f` after the rounds (their syscall
@@ -219,9 +225,14 @@ impl Network {
     }
 }
 
-/// Slices per configuration and cell in a full run, over its instances (24 rounds of one
-/// instance, 12 of two).
-pub const DEFAULT_SLICES: u32 = 24;
+/// The connection levels of a run (the seed PR's table).
+pub const DEFAULT_CONNS: [u32; 3] = [64, 256, 512];
+/// The one level of the per-request and open-loop models unless --conns or their own option
+/// says otherwise: the full run's three models then fit its 40 minutes here.
+pub const DEFAULT_OTHER_CONNS: u32 = 64;
+/// Slices per configuration and cell in a full run, over its instances (16 rounds of one
+/// instance, 8 of two: three load models' cells in 40 minutes here).
+pub const DEFAULT_SLICES: u32 = 16;
 /// Resident instances per configuration: two is the fewest that let a run see how much two
 /// identical processes differ.
 pub const DEFAULT_INSTANCES: u32 = 2;
@@ -241,8 +252,8 @@ pub const QUICK_SLICE_WARMUP: Duration = Duration::from_millis(200);
 /// What every measuring command shares: the rounds and slices, the levels and routes, where
 /// driver and servers run, and where results go.
 pub struct MeasureArgs {
-    /// Slices per cell: each round visits every cell once [default: 24 slices per
-    /// configuration over its instances (12 rounds of 2); --quick: 3 rounds of 2]
+    /// Slices per cell: each round visits every cell once [default: 16 slices per
+    /// configuration over its instances (8 rounds of 2); --quick: 3 rounds of 2]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rounds: Option<u32>,
     /// Resident instances of each configuration, started in a shuffled order: its interval
@@ -272,14 +283,9 @@ pub struct MeasureArgs {
     /// the client closing after each response: oha --disable-keepalive), open (open loop on
     /// kept-alive connections at the rates --open-at and --open-slowest give, latency from each
     /// request's due time: wrk2 -R, zrk -R; needs keepalive, whose first round sets the rates).
-    /// per-request and open need --driver rxload
-    #[arg(
-        long = "load",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "keepalive"
-    )]
-    pub loads: Vec<LoadChoice>,
+    /// per-request and open need --driver rxload [default: all three; calibrate: keepalive]
+    #[arg(long = "load", value_enum, value_delimiter = ',')]
+    pub loads: Option<Vec<LoadChoice>>,
     /// With --load open: offered rates as percentages of each server's own keep-alive req/s
     /// at the level and route (measured in the run's first round), one open-loop cell each
     /// (0: none)
@@ -294,9 +300,18 @@ pub struct MeasureArgs {
     /// and every run (needs no keep-alive capacity), e.g. 20000
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub open_rate: Vec<u32>,
-    /// Connection levels
-    #[arg(long, value_delimiter = ',', default_value = "64,256,512", value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub conns: Vec<u32>,
+    /// Connection levels (keep-alive at every one; see --per-request-conns and --open-conns)
+    /// [default: 64,256,512]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub conns: Option<Vec<u32>>,
+    /// Connection levels of the per-request model [default: --conns when given, else 64: the
+    /// full run's three models fit its 40 minutes]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub per_request_conns: Option<Vec<u32>>,
+    /// Connection levels of the open-loop rates; a share of keep-alive capacity needs its
+    /// level among --conns [default: --conns when given, else 64]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub open_conns: Option<Vec<u32>>,
     /// Routes, each measured as its own cell (and their mean reported, the figure
     /// the-benchmarker publishes), e.g. GET:/,GET:/user/0,POST:/user
     #[arg(long, value_delimiter = ',', default_value = "GET:/", value_parser = route)]
@@ -391,10 +406,35 @@ pub struct RunArgs {
 }
 
 impl MeasureArgs {
+    /// The load models asked for, or the full run's three.
+    pub fn load_choices(&self) -> Vec<LoadChoice> {
+        self.loads
+            .clone()
+            .unwrap_or_else(|| LoadChoice::ALL.to_vec())
+    }
+
+    /// The connection levels of one load model, sorted: keep-alive at every `--conns` level,
+    /// the others at theirs.
+    pub fn conns_of(&self, load: LoadModel) -> Vec<u32> {
+        let own = match load {
+            LoadModel::KeepAlive => None,
+            LoadModel::PerRequest => self.per_request_conns.as_ref(),
+            LoadModel::Open(_) => self.open_conns.as_ref(),
+        };
+        let mut levels = match (own, &self.conns, load) {
+            (Some(levels), _, _) | (None, Some(levels), _) => levels.clone(),
+            (None, None, LoadModel::KeepAlive) => DEFAULT_CONNS.to_vec(),
+            (None, None, _) => vec![DEFAULT_OTHER_CONNS],
+        };
+        levels.sort_unstable();
+        levels.dedup();
+        levels
+    }
+
     /// The load models of the matrix, `open` expanded into its rates, in their order.
     pub fn load_models(&self) -> Vec<LoadModel> {
         let mut models = Vec::new();
-        for choice in &self.loads {
+        for choice in self.load_choices() {
             match choice {
                 LoadChoice::KeepAlive => models.push(LoadModel::KeepAlive),
                 LoadChoice::PerRequest => models.push(LoadModel::PerRequest),

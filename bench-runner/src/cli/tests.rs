@@ -13,13 +13,13 @@ fn defaults_quick_and_explicit_values() {
     let m = &a.measure;
     assert_eq!(
         (m.instances(), m.rounds(), m.slice(), m.slice_warmup()),
-        (2, 12, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
+        (2, 8, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
     );
     let one = parse(&["--instances", "1"]).unwrap().measure;
     assert_eq!(
         (one.instances(), one.rounds()),
-        (1, 24),
-        "the same 24 slices a cell"
+        (1, 16),
+        "the same 16 slices a cell"
     );
     let three = parse(&["--instances", "3", "--quick"]).unwrap().measure;
     assert_eq!(
@@ -241,4 +241,36 @@ fn load_models_read_back_as_they_are_written() {
         let e = bad.parse::<LoadModel>().unwrap_err();
         assert!(e.to_string().contains(bad), "{e}");
     }
+}
+
+#[test]
+fn a_full_run_measures_three_load_models_the_others_at_one_level() {
+    use crate::model::{LoadModel, Offered};
+    let m = parse(&[]).unwrap().measure;
+    assert_eq!(m.load_choices(), LoadChoice::ALL);
+    assert_eq!(m.conns_of(LoadModel::KeepAlive), DEFAULT_CONNS);
+    assert_eq!(m.conns_of(LoadModel::PerRequest), [DEFAULT_OTHER_CONNS]);
+    assert_eq!(
+        m.conns_of(LoadModel::Open(Offered::Own(90))),
+        [DEFAULT_OTHER_CONNS]
+    );
+    // --conns given: every model at those levels, unless its own option says otherwise.
+    let c = parse(&["--conns", "512,128", "--open-conns", "512"])
+        .unwrap()
+        .measure;
+    assert_eq!(c.conns_of(LoadModel::PerRequest), [128, 512]);
+    assert_eq!(c.conns_of(LoadModel::KeepAlive), [128, 512]);
+    assert_eq!(c.conns_of(LoadModel::Open(Offered::Slowest(50))), [512]);
+    let p = parse(&["--per-request-conns", "256,64,256"])
+        .unwrap()
+        .measure;
+    assert_eq!(p.conns_of(LoadModel::PerRequest), [64, 256]);
+    assert!(parse(&["--open-conns", "0"]).is_err());
+    // calibrate studies keep-alive unless told otherwise.
+    let cli = Cli::try_parse_from(["x", "calibrate"]).unwrap();
+    let Some(Cmd::Calibrate(cal)) = cli.command else {
+        panic!("not calibrate");
+    };
+    let run = crate::calibrate::run_args(&cal);
+    assert_eq!(run.measure.load_models(), [LoadModel::KeepAlive]);
 }

@@ -35,6 +35,8 @@ pub enum FailureKind {
     Strace,
     /// The engine stopped answering mid-run (a daemon restarted or stopped): the run ends.
     EngineLost,
+    /// Netfilter's connection-tracking table refused connections during the slice.
+    Conntrack,
 }
 
 /// One recorded failure. Runs recorded before the kinds were kept hold the text alone, and

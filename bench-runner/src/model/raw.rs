@@ -159,7 +159,12 @@ pub struct Settings {
     /// Runs recorded before the load axis: keep-alive alone.
     #[serde(default = "super::keep_alive_only")]
     pub loads: Vec<LoadModel>,
+    /// Every connection level of the run.
     pub conns: Vec<u32>,
+    /// The load models measured at fewer levels than `conns` ([`Settings::conns_of`]; runs
+    /// before it had every model at every level).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub load_conns: BTreeMap<LoadModel, Vec<u32>>,
     pub routes: Vec<Route>,
     pub seed: u64,
     /// Resident instances of each configuration (runs before instances had one).
@@ -239,6 +244,11 @@ impl Settings {
     /// The routes as the summary and the tables key them (`METHOD:/path`).
     pub fn route_names(&self) -> Vec<String> {
         self.routes.iter().map(ToString::to_string).collect()
+    }
+
+    /// The connection levels load model `load` was measured at.
+    pub fn conns_of(&self, load: LoadModel) -> &[u32] {
+        super::conns_of(&self.conns, &self.load_conns, load)
     }
 }
 

@@ -201,6 +201,24 @@ pub enum LoadChoice {
     Open,
 }
 
+impl LoadChoice {
+    pub const ALL: [LoadChoice; 3] = [
+        LoadChoice::KeepAlive,
+        LoadChoice::PerRequest,
+        LoadChoice::Open,
+    ];
+}
+
+/// The connection levels of load model `load`: its own, where the run measured it at fewer
+/// than every level (`by_load`), else all of them.
+pub fn conns_of<'a>(
+    all: &'a [u32],
+    by_load: &'a std::collections::BTreeMap<LoadModel, Vec<u32>>,
+    load: LoadModel,
+) -> &'a [u32] {
+    by_load.get(&load).map_or(all, Vec::as_slice)
+}
+
 /// The load models of runs recorded before the axis: keep-alive alone.
 pub fn keep_alive_only() -> Vec<LoadModel> {
     vec![LoadModel::KeepAlive]

@@ -1,7 +1,7 @@
 //! The plan, with no I/O: the arguments turned into which servers are resident, which cells a
 //! round visits, and in what order (shuffled afresh each round from a recorded seed).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use driver::target::Route;
@@ -29,6 +29,8 @@ pub enum PlanError {
     UnknownReference(String),
     #[error("--load open needs keepalive in the same run: its offered rates are shares of the keep-alive req/s measured in the first round (e.g. --load keepalive,open), unless --open-at and --open-slowest are off and --open-rate gives them")]
     OpenNeedsKeepAlive,
+    #[error("--open-conns {0}: an open-loop share of keep-alive capacity needs keep-alive measured at that level too (add it to --conns, or offer a fixed --open-rate)")]
+    OpenLevelWithoutCapacity(u32),
     #[error("--port {port}: {servers} servers need consecutive ports from it")]
     PortsRunOut { port: u16, servers: usize },
 }
@@ -97,21 +99,41 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
             servers: residents,
         });
     }
-    let mut conns = a.measure.conns.clone();
-    conns.sort_unstable();
-    conns.dedup();
-    let loads = a.measure.load_models();
+    let mut loads = a.measure.load_models();
+    if a.measure.loads.is_none() && !a.driver.drives_every_load_model() {
+        loads.retain(|&l| l == LoadModel::KeepAlive);
+        notes.push(format!(
+            "--driver {} drives keep-alive only: the other load models were left out",
+            a.driver.name()
+        ));
+    }
     let shares = loads
         .iter()
         .any(|l| l.offered().and_then(|o| o.fraction()).is_some());
     if shares && !loads.contains(&LoadModel::KeepAlive) {
         return Err(PlanError::OpenNeedsKeepAlive);
     }
+    let keep_alive = a.measure.conns_of(LoadModel::KeepAlive);
+    let mut load_conns = BTreeMap::new();
+    for &load in &loads {
+        let levels = a.measure.conns_of(load);
+        let share = load.offered().and_then(|o| o.fraction()).is_some();
+        if let Some(&n) = levels.iter().find(|n| share && !keep_alive.contains(n)) {
+            return Err(PlanError::OpenLevelWithoutCapacity(n));
+        }
+        load_conns.insert(load, levels);
+    }
+    let mut conns: Vec<u32> = load_conns.values().flatten().copied().collect();
+    conns.sort_unstable();
+    conns.dedup();
+    // Every model at every level is the plan of the runs before levels per model: not recorded.
+    load_conns.retain(|_, levels| *levels != conns);
     Ok((
         Plan {
             servers,
             loads,
             conns,
+            load_conns,
             routes: a.measure.routes.clone(),
             instances: a.measure.instances(),
             target: a.measure.target(),
@@ -146,7 +168,10 @@ pub struct Plan {
     /// Rounds added after `rounds` until the A/A control resolves this (`--target-resolution`).
     pub target: Option<crate::target::Target>,
     pub loads: Vec<LoadModel>,
+    /// Every connection level of the run.
     pub conns: Vec<u32>,
+    /// The load models measured at fewer levels than `conns` ([`Plan::conns_of`]).
+    pub load_conns: BTreeMap<LoadModel, Vec<u32>>,
     pub routes: Vec<Route>,
     /// Slices per cell: a round visits every cell once.
     pub rounds: u32,
@@ -183,11 +208,31 @@ impl Plan {
         order
     }
 
+    /// The plan without load model `load` (a model the machine cannot measure honestly).
+    pub fn leave_out(&mut self, load: LoadModel) {
+        self.loads.retain(|&l| l != load);
+        let mut levels: BTreeMap<LoadModel, Vec<u32>> = self
+            .loads
+            .iter()
+            .map(|&l| (l, self.conns_of(l).to_vec()))
+            .collect();
+        let mut conns: Vec<u32> = levels.values().flatten().copied().collect();
+        conns.sort_unstable();
+        conns.dedup();
+        levels.retain(|_, l| *l != conns);
+        (self.conns, self.load_conns) = (conns, levels);
+    }
+
+    /// The connection levels load model `load` is measured at.
+    pub fn conns_of(&self, load: LoadModel) -> &[u32] {
+        crate::model::conns_of(&self.conns, &self.load_conns, load)
+    }
+
     pub fn cells(&self) -> Vec<Cell> {
         let mut cells = Vec::new();
         for server in 0..self.residents() {
             for &load in &self.loads {
-                for &conns in &self.conns {
+                for &conns in self.conns_of(load) {
                     for route in 0..self.routes.len() {
                         cells.push(Cell {
                             server,
@@ -221,7 +266,7 @@ impl Plan {
             .loads
             .iter()
             .flat_map(|&load| {
-                self.conns.iter().flat_map(move |&conns| {
+                self.conns_of(load).iter().flat_map(move |&conns| {
                     (0..self.routes.len()).map(move |route| (load, conns, route))
                 })
             })
@@ -262,19 +307,36 @@ impl Plan {
                 self.residents()
             ),
         };
+        let levels = |l: &[u32]| l.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let models = |ls: &[LoadModel]| ls.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ");
+        // Keep-alive alone is the plan of the runs before the load axis: not named.
+        let axes = if self.loads == [LoadModel::KeepAlive] {
+            format!("{} connection levels", self.conns.len())
+        } else if self.load_conns.is_empty() {
+            format!(
+                "{} load models ({}) x {} connection levels",
+                self.loads.len(),
+                models(&self.loads),
+                self.conns.len()
+            )
+        } else {
+            // Models that share their levels, in the order of the first of each group.
+            let mut groups: Vec<(&[u32], Vec<LoadModel>)> = Vec::new();
+            for &load in &self.loads {
+                match groups.iter_mut().find(|(l, _)| *l == self.conns_of(load)) {
+                    Some((_, ms)) => ms.push(load),
+                    None => groups.push((self.conns_of(load), vec![load])),
+                }
+            }
+            let pairs: usize = self.loads.iter().map(|&l| self.conns_of(l).len()).sum();
+            let parts: Vec<String> = groups
+                .iter()
+                .map(|(l, ms)| format!("{} at {} conns", models(ms), levels(l)))
+                .collect();
+            format!("{pairs} (load model, level) pairs ({})", parts.join("; "))
+        };
         let mut s = format!(
-            "plan: {residents} x {}{} connection levels x {} routes = {} cells; {} rounds = {} slices\n",
-            // Keep-alive alone is the plan of the runs before the load axis: not named.
-            if self.loads == [LoadModel::KeepAlive] {
-                String::new()
-            } else {
-                format!(
-                    "{} load models ({}) x ",
-                    self.loads.len(),
-                    self.loads.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
-                )
-            },
-            self.conns.len(),
+            "plan: {residents} x {axes} x {} routes = {} cells; {} rounds = {} slices\n",
             self.routes.len(),
             self.cells().len(),
             self.rounds,
@@ -336,7 +398,8 @@ impl Plan {
             .filter(|&p| has(p, ServerConfig::IoUring) && has(p, ServerConfig::IoUringControl))
             .count();
         let routes = self.routes.len() + usize::from(self.routes.len() > 1);
-        profiles * self.loads.len() * self.conns.len() * routes
+        let levels: usize = self.loads.iter().map(|&l| self.conns_of(l).len()).sum();
+        profiles * levels * routes
     }
 
     pub fn cell_name(&self, c: &Cell) -> String {

@@ -24,6 +24,7 @@ fn plan(seed: u64) -> Plan {
         target: None,
         loads: vec![LoadModel::KeepAlive],
         conns: vec![64, 256, 512],
+        load_conns: Default::default(),
         routes: vec![Route::get_root(), "POST:/user".parse().unwrap()],
         rounds: 20,
         slice: Duration::from_secs(1),
@@ -198,4 +199,92 @@ fn open_loop_blocks_come_after_keep_alive_in_the_first_round_only() {
         "later rounds keep the models apart"
     );
     assert!(p.cell_name(&one[one.len() - 1]).contains(" open-90"));
+}
+
+#[test]
+fn load_models_at_their_own_levels_make_only_those_cells() {
+    use crate::cli::Cli;
+    use crate::model::Offered;
+    use clap::Parser;
+    let args = |extra: &[&str]| {
+        Cli::try_parse_from(["x"].iter().chain(extra).copied())
+            .unwrap()
+            .run
+    };
+    let (p, _) = make_plan(&args(&["--configs", "rx,io_uring"]), true, 5).unwrap();
+    assert_eq!(p.conns, [64, 256, 512]);
+    // keep-alive at three levels, per-request and three open rates at one: 7 blocks a round.
+    assert_eq!(p.cells().len(), p.residents() * 7);
+    assert!(p
+        .cells()
+        .iter()
+        .all(|c| c.load == LoadModel::KeepAlive || c.conns == 64));
+    let order = p.round_order(3);
+    assert_eq!(order.len(), p.cells().len());
+    let mut seen = order.clone();
+    seen.sort();
+    assert_eq!(seen, {
+        let mut c = p.cells();
+        c.sort();
+        c
+    });
+    assert!(p.describe().contains(
+        "keepalive at 64,256,512 conns; per-request, open-50, open-90, open-slowest-50 at 64 conns"
+    ), "{}", p.describe());
+    // Left out (a machine that cannot measure it): the rest keep their levels.
+    let mut without = p.clone();
+    without.leave_out(LoadModel::PerRequest);
+    assert!(!without.loads.contains(&LoadModel::PerRequest));
+    assert_eq!(without.cells().len(), without.residents() * 6);
+    assert_eq!(without.conns_of(LoadModel::KeepAlive), [64, 256, 512]);
+    let mut keep_alive = p.clone();
+    for l in p.loads.iter().filter(|l| l.offered().is_some()) {
+        keep_alive.leave_out(*l);
+    }
+    keep_alive.leave_out(LoadModel::PerRequest);
+    assert_eq!(keep_alive.cells().len(), keep_alive.residents() * 3);
+    assert!(keep_alive.load_conns.is_empty());
+    let mut narrow = make_plan(
+        &args(&["--conns", "64,512", "--per-request-conns", "512"]),
+        true,
+        5,
+    )
+    .unwrap()
+    .0;
+    narrow.leave_out(LoadModel::KeepAlive);
+    assert_eq!(narrow.conns_of(LoadModel::PerRequest), [512]);
+    assert_eq!(
+        narrow.conns_of(LoadModel::Open(Offered::Own(50))),
+        [64, 512]
+    );
+    // Every model at every level: nothing per model recorded.
+    let (all, _) = make_plan(&args(&["--conns", "64,512"]), true, 5).unwrap();
+    assert!(all.load_conns.is_empty());
+    assert_eq!(all.cells().len(), all.residents() * 5 * 2);
+    // A share of a capacity never measured at its level is refused by name.
+    let e = make_plan(&args(&["--conns", "64", "--open-conns", "512"]), true, 5).unwrap_err();
+    assert_eq!(e, PlanError::OpenLevelWithoutCapacity(512));
+    // A fixed rate needs no capacity.
+    let fixed = args(&[
+        "--load",
+        "open",
+        "--open-at",
+        "0",
+        "--open-slowest",
+        "0",
+        "--open-rate",
+        "9000",
+        "--conns",
+        "64",
+        "--open-conns",
+        "512",
+    ]);
+    assert!(make_plan(&fixed, true, 5).is_ok());
+    // wrk drives keep-alive only: the full run's other models go, with a note.
+    let (w, notes) = make_plan(&args(&["--driver", "wrk"]), true, 5).unwrap();
+    assert_eq!(w.loads, [LoadModel::KeepAlive]);
+    assert!(
+        notes.iter().any(|n| n.contains("--driver wrk")),
+        "{notes:?}"
+    );
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::model::{Profile, Raw, ServerConfig, Subject};
+use crate::model::{LoadModel, Profile, Raw, ServerConfig, Subject};
 use crate::stats::order_statistic_median;
 use crate::summary::{Metric, Summary, SATURATED};
 
@@ -49,7 +49,9 @@ pub type ChartError = DrawingAreaErrorKind<std::io::Error>;
 
 type Result<T = (), E = ChartError> = std::result::Result<T, E>;
 
-pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result {
+/// The chart of one closed-loop load model: `s` holds that model's rows and comparisons only
+/// ([`Summary::for_load`]).
+pub fn draw(path: &Path, raw: &Raw, s: &Summary, load: LoadModel) -> Result {
     let route = raw
         .settings
         .routes
@@ -68,7 +70,7 @@ pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result {
     let root = SVGBackend::new(path, (WIDTH, PANEL_H + forest_h)).into_drawing_area();
     root.fill(&WHITE)?;
     let (top, bottom) = root.split_vertically(PANEL_H);
-    bars(&top, raw, s, &route)?;
+    bars(&top, raw, s, &route, load)?;
     forest_plot(&bottom, raw, s, &route)?;
     root.present()?;
     Ok(())
@@ -79,12 +81,13 @@ fn bars(
     raw: &Raw,
     s: &Summary,
     route: &str,
+    load: LoadModel,
 ) -> Result<()> {
     let profiles: Vec<Profile> = Profile::ALL
         .into_iter()
         .filter(|p| s.rows.iter().any(|r| r.profile == *p))
         .collect();
-    let conns = raw.settings.conns.clone();
+    let conns = raw.settings.conns_of(load).to_vec();
     let cpus = raw.settings.server_cpus.len().max(1);
     // Each cell's median req/s over its saturated slices, with that median's interval.
     let cell = |p: Profile, c: &Subject, n: u32| -> Option<(f64, f64, f64)> {
@@ -94,6 +97,7 @@ fn bars(
             .filter(|x| {
                 x.server.profile == p
                     && &x.server.config == c
+                    && x.load == load
                     && x.conns == n
                     && x.route.to_string() == route
                     && x.ok()
@@ -125,7 +129,7 @@ fn bars(
         let n = conns.len() as f64;
         let mut chart = ChartBuilder::on(panel)
             .caption(
-                format!("profile {}: req/s", profile.name()),
+                format!("profile {}: req/s, {}", profile.name(), load.name()),
                 ("sans-serif", 17),
             )
             .margin(12)

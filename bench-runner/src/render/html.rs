@@ -19,6 +19,11 @@ figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; }
 /// chart.svg's caption.
 pub const CHART_CAPTION: &str = "req/s per profile (whiskers: 95 % interval of each median), \
 and the paired comparisons with their 95 % intervals (blue: the interval excludes no change)";
+
+/// A chart's caption, naming its load model.
+pub fn chart_caption(load: crate::model::LoadModel) -> String {
+    format!("{}: {CHART_CAPTION}", load.describe())
+}
 /// latency.svg's caption.
 pub const LATENCY_CAPTION: &str = "open loop: latency from each request's due time against the \
 offered load, as a share of each server's own keep-alive req/s (P99 thick, P50 thin; log axis)";

@@ -28,7 +28,17 @@ pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result<(), ChartError> {
         .into_iter()
         .filter(|p| s.rows.iter().any(|r| r.profile == *p))
         .collect();
-    let conns = &raw.settings.conns;
+    // The levels some open-loop rate was offered at.
+    let mut conns: Vec<u32> = raw
+        .settings
+        .loads
+        .iter()
+        .filter(|l| l.offered().is_some())
+        .flat_map(|&l| raw.settings.conns_of(l).iter().copied())
+        .collect();
+    conns.sort_unstable();
+    conns.dedup();
+    let conns = &conns;
     let route = raw
         .settings
         .routes

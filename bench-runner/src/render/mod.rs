@@ -15,7 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::file::{self, FileError};
-use crate::model::{Machine, Raw, ServerRecord, Settings};
+use crate::model::{LoadModel, Machine, Raw, ServerRecord, Settings};
 use crate::summary::{summarise, Summary};
 
 /// Why a run's outputs could not be written.
@@ -75,12 +75,21 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
     write("table.md", markdown.clone())?;
     write("results.csv", csv::rows(&summary))?;
     write("comparisons.csv", csv::comparisons(&summary))?;
-    // The chart shows the run's first load model (keep-alive, where it ran).
-    let charted = summary.for_load(raw.settings.loads.first().copied().unwrap_or_default());
-    chart::draw(&dir.join("chart.svg"), raw, &charted)?;
-    let chart = dir.join("chart.svg");
-    let svg = std::fs::read_to_string(&chart).map_err(file::error("reading back", &chart))?;
-    let mut figures = vec![(svg, html::CHART_CAPTION.to_string())];
+    // A chart per closed-loop model: the run's first in chart.svg (keep-alive, where it ran),
+    // per-request beside it; open loop has latency.svg.
+    let mut figures = Vec::new();
+    let first = raw.settings.loads.first().copied().unwrap_or_default();
+    for load in raw.settings.loads.iter().copied() {
+        let name = match load {
+            _ if load == first => "chart.svg".to_string(),
+            LoadModel::PerRequest => "chart-per-request.svg".to_string(),
+            _ => continue,
+        };
+        let path = dir.join(&name);
+        chart::draw(&path, raw, &summary.for_load(load), load)?;
+        let svg = std::fs::read_to_string(&path).map_err(file::error("reading back", &path))?;
+        figures.push((svg, html::chart_caption(load)));
+    }
     if latency::applies(raw) {
         let path = dir.join("latency.svg");
         latency::draw(&path, raw, &summary)?;

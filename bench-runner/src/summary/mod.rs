@@ -320,7 +320,7 @@ pub fn summarise(raw: &Raw) -> Summary {
     // A server that never started still gets its rows, flagged with why.
     for record in &raw.servers {
         for &load in &raw.settings.loads {
-            for &conns in &raw.settings.conns {
+            for &conns in raw.settings.conns_of(load) {
                 for route in &raw.settings.route_names() {
                     cells
                         .entry((record.key.clone(), load, conns, route.clone()))
@@ -379,7 +379,7 @@ pub fn summarise(raw: &Raw) -> Summary {
     let mut fits = BTreeMap::new();
     if instances > 1 {
         for &load in &raw.settings.loads {
-            for &conns in &raw.settings.conns {
+            for &conns in raw.settings.conns_of(load) {
                 for route in &route_names {
                     for &metric in Metric::of(load) {
                         let at = (load, conns, route, metric);
@@ -399,7 +399,7 @@ pub fn summarise(raw: &Raw) -> Summary {
     let position = |k: &ServerKey| servers.iter().position(|s| s == k);
     for pair in comparison_pairs(&servers, &references) {
         for &load in &raw.settings.loads {
-            for &conns in &raw.settings.conns {
+            for &conns in raw.settings.conns_of(load) {
                 for route in &route_names {
                     for &metric in Metric::of(load) {
                         let at = (load, conns, route, metric);

@@ -107,6 +107,7 @@ pub fn synthetic_instances(
             slice_warmup_s: 0.3,
             loads: vec![LoadModel::KeepAlive],
             conns: vec![64],
+            load_conns: Default::default(),
             routes: vec![driver::target::Route::get_root()],
             seed: 9,
             instances,

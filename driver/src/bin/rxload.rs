@@ -216,6 +216,11 @@ fn run(cli: Cli) -> Result<(), RunError> {
         },
         ..Options::new(url)
     };
+    // Once per run, not in every run of the library (the runner checks before its first
+    // slice and counts the table's drops in each).
+    if opts.connection == ConnMode::PerRequest && opts.url.addr.ip().is_loopback() {
+        driver::conntrack::check_loopback()?;
+    }
     if !cli.json {
         print!(
             "Running {} test @ {}\n  {} threads and {} connections\n",
