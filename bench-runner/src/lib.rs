@@ -38,6 +38,7 @@ pub mod offered;
 pub mod peers;
 pub mod plan;
 pub mod pool;
+pub mod preflight;
 pub mod record;
 pub mod render;
 pub mod run;

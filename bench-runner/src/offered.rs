@@ -2,9 +2,10 @@
 //! read off the slices already recorded (no state of its own, so a re-read run gives the same
 //! rates). Capacity is the median keep-alive req/s of a configuration's instances in the first
 //! round it measured at that level and route: fixed from then on, so every round of an
-//! open-loop cell offers the same rate and the rounds pair.
+//! open-loop cell offers the same rate and the rounds pair. The A/A control is offered its
+//! twin's share.
 
-use crate::model::{LoadModel, Offered, Raw, ServerKey};
+use crate::model::{LoadModel, Offered, Raw, ServerConfig, ServerKey, Subject};
 use crate::stats::median;
 
 /// A configuration's keep-alive req/s at `conns` on `route`, from the first round that measured
@@ -27,13 +28,27 @@ pub fn capacity(raw: &Raw, key: &ServerKey, conns: u32, route: &str) -> Option<f
     median(&rates)
 }
 
+/// Whose capacity a configuration's own share is taken of: its own, but the A/A control's is
+/// its twin's, so the control is offered exactly the io_uring server's rate and the pair
+/// differs in nothing but the process (one round's req/s of two identical servers differs by
+/// the machine's noise, and CPU per request depends on the offered load).
+fn twin(key: &ServerKey) -> ServerKey {
+    match key.config {
+        Subject::Own(ServerConfig::IoUringControl) => ServerKey {
+            profile: key.profile,
+            config: Subject::Own(ServerConfig::IoUring),
+        },
+        _ => key.clone(),
+    }
+}
+
 /// The rate (req/s, all connections together) that `load` offers `key` at `conns` on `route`;
 /// `None` for a closed-loop model, or where no capacity to take a share of was measured.
 pub fn rate(raw: &Raw, load: LoadModel, key: &ServerKey, conns: u32, route: &str) -> Option<f64> {
     let offered = load.offered()?;
     let base = match offered {
         Offered::Fixed(n) => return Some(f64::from(n)),
-        Offered::Own(_) => capacity(raw, key, conns, route)?,
+        Offered::Own(_) => capacity(raw, &twin(key), conns, route)?,
         Offered::Slowest(_) => raw
             .configurations()
             .iter()
@@ -46,7 +61,7 @@ pub fn rate(raw: &Raw, load: LoadModel, key: &ServerKey, conns: u32, route: &str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Profile, ServerConfig, Subject};
+    use crate::model::Profile;
     use crate::summary::tests::synthetic_instances;
 
     fn key(c: ServerConfig) -> ServerKey {
@@ -54,6 +69,24 @@ mod tests {
             profile: Profile::Relaxed,
             config: Subject::Own(c),
         }
+    }
+
+    #[test]
+    fn the_control_is_offered_its_twins_share() {
+        let (uring, control) = (
+            key(ServerConfig::IoUring),
+            key(ServerConfig::IoUringControl),
+        );
+        // The control measured 20 % faster in the first round: noise, not a different server.
+        let cost = |k: &ServerKey, _, _| if k == &uring { 10.0 } else { 1e6 / 120_000.0 };
+        let raw = synthetic_instances(&[uring.clone(), control.clone()], 2, 2, cost, |_, _| 1.0);
+        let own = LoadModel::Open(Offered::Own(50));
+        let r = |k| rate(&raw, own, k, 64, "GET:/").unwrap();
+        assert!((r(&uring) - 50_000.0).abs() < 1.0, "{}", r(&uring));
+        assert_eq!(r(&control), r(&uring));
+        // Its own keep-alive req/s is still its own.
+        let c = capacity(&raw, &control, 64, "GET:/").unwrap();
+        assert!((c - 120_000.0).abs() < 2.0, "{c}");
     }
 
     #[test]

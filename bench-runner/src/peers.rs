@@ -33,6 +33,7 @@ fn command(peer: Peer, root: &Path, bin: &Path) -> String {
     let peers = root.join("peers");
     match peer {
         Peer::Floor => quoted(&bin.join("floor")),
+        Peer::UringFloor => quoted(&bin.join("uring-floor")),
         Peer::Hyper => quoted(&bin.join("peer-hyper")),
         Peer::Actix => quoted(&bin.join("peer-actix")),
         Peer::MayMinihttp => quoted(&bin.join("peer-may-minihttp")),
@@ -78,9 +79,10 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs, PeersError> {
         }
     }
     let floor_only_get = a.measure.routes.iter().any(|r| *r != Route::get_root());
-    if floor_only_get && only.contains(&Peer::Floor) {
-        eprintln!("bench-runner: the floor answers every request alike; left out of --routes other than GET:/");
-        only.retain(|p| *p != Peer::Floor);
+    let floors = [Peer::Floor, Peer::UringFloor];
+    if floor_only_get && only.iter().any(|p| floors.contains(p)) {
+        eprintln!("bench-runner: the floors answer every request alike; left out of --routes other than GET:/");
+        only.retain(|p| !floors.contains(p));
     }
     let bin = if a.measure.dry_run {
         root.join("target/peers/release")

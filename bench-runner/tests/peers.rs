@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
-const PEERS: [&str; 6] = [
+const PEERS: [&str; 7] = [
     "floor",
+    "uring-floor",
     "nginx",
     "haproxy",
     "hyper",
@@ -152,6 +153,24 @@ fn a_quick_peers_run_measures_every_peer_and_profiles_its_syscalls() {
     let per = |name: &str| floor["strace"]["calls"][name].as_f64().unwrap_or(0.0) / requests;
     assert!((0.9..1.2).contains(&per("recvfrom")), "{}", floor["strace"]);
     assert!((0.9..1.2).contains(&per("sendto")), "{}", floor["strace"]);
+    // The io_uring floor: every request's work is an SQE, entered in batches.
+    let uring = raw["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"]["config"] == "uring-floor")
+        .unwrap();
+    let requests = uring["strace"]["requests"].as_f64().unwrap();
+    let calls = &uring["strace"]["calls"];
+    let enters = calls["io_uring_enter"].as_f64().unwrap_or(0.0) / requests;
+    assert!(enters > 0.0 && enters < 1.2, "{}", uring["strace"]);
+    for syscall in ["recvfrom", "sendto", "accept4", "close", "epoll_wait"] {
+        assert!(
+            calls[syscall].as_f64().unwrap_or(0.0) / requests < 0.01,
+            "{syscall}: {}",
+            uring["strace"]
+        );
+    }
     // Every configuration of ours is compared with every peer, and the control gives the
     // resolution.
     let comparisons = summary["comparisons"].as_array().unwrap();

@@ -97,7 +97,7 @@ impl Options {
             headers: vec![],
             body: vec![],
             backend: BackendChoice::Auto,
-            recv_multishot: true,
+            recv_multishot: reactor::Config::default().recv_multishot,
             batch_wait: Duration::from_micros(Self::DEFAULT_BATCH_WAIT_US.into()),
             max_requests: None,
             connection: ConnMode::KeepAlive,

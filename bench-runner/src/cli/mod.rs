@@ -105,6 +105,9 @@ pub struct CalibrateArgs {
 pub enum Peer {
     /// Edge-triggered epoll, one recv and one send a request, no parsing (peers/floor)
     Floor,
+    /// io_uring's floor: multishot accept and receive into provided buffers, a static answer,
+    /// closes as SQEs, no parsing (peers/uring-floor)
+    UringFloor,
     /// Debian's nginx, one worker, `return 200` (peers/nginx.conf)
     Nginx,
     /// Debian's HAProxy, one thread, `http-request return` (peers/haproxy.cfg)
@@ -118,8 +121,9 @@ pub enum Peer {
 }
 
 impl Peer {
-    pub const ALL: [Peer; 6] = [
+    pub const ALL: [Peer; 7] = [
         Peer::Floor,
+        Peer::UringFloor,
         Peer::Nginx,
         Peer::Haproxy,
         Peer::Hyper,
@@ -130,6 +134,7 @@ impl Peer {
     pub fn name(self) -> &'static str {
         match self {
             Peer::Floor => "floor",
+            Peer::UringFloor => "uring-floor",
             Peer::Nginx => "nginx",
             Peer::Haproxy => "haproxy",
             Peer::Hyper => "hyper",
@@ -141,13 +146,13 @@ impl Peer {
 
 #[derive(clap::Args, Debug)]
 pub struct PeersArgs {
-    /// Which peers (the floor answers every request with an empty 200, so it is left out of
-    /// any --routes but GET:/)
+    /// Which peers (the floors answer every request with an empty 200, so they are left out
+    /// of any --routes but GET:/)
     #[arg(
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "floor,nginx,haproxy,hyper,actix,may-minihttp"
+        default_value = "floor,uring-floor,nginx,haproxy,hyper,actix,may-minihttp"
     )]
     pub only: Vec<Peer>,
     #[command(flatten)]

@@ -3,10 +3,12 @@
 
 pub mod counters;
 pub mod failure;
+pub mod load;
 pub mod raw;
 pub mod subject;
 
 pub use counters::*;
 pub use failure::{Failure, FailureKind};
+pub use load::*;
 pub use raw::*;
 pub use subject::*;

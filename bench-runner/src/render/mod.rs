@@ -3,11 +3,13 @@
 //! (raw.json itself is the runner's to write: re-rendering never rewrites the source).
 
 mod chart;
+mod cross;
 mod csv;
 mod evidence;
 mod html;
 mod latency;
 mod open;
+mod resolution;
 mod table;
 
 use std::path::Path;

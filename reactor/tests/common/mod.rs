@@ -15,6 +15,7 @@ pub fn all_configs() -> Vec<(&'static str, Config)> {
             "io_uring",
             Config {
                 backend: BackendChoice::IoUring,
+                recv_multishot: false,
                 ..Config::default()
             },
         ),

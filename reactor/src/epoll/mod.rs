@@ -14,15 +14,18 @@
 //! Both paths call `update_registration`, which only touches the kernel when what is needed
 //! differs from what is registered.
 
+pub mod fdtable;
+
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use crate::fdtable::{self, Registration};
 use crate::slab::Slab;
 use crate::sys::{Errno, Sys};
+use crate::types::{admit, InFlight, Op};
 use crate::{
     timeout_ms, Config, Conn, EpollMode, Event, Interest, ListenerId, Recv, RefuseReason, Refused,
 };
+use fdtable::Registration;
 
 const IN: u32 = libc::EPOLLIN as u32;
 const OUT: u32 = libc::EPOLLOUT as u32;
@@ -49,22 +52,52 @@ struct EConn {
     send: Option<(Vec<u8>, usize)>,
     /// Outstanding `wait_ready` interest.
     want: Interest,
-    /// The socket may hold unread bytes (or an EOF/error) that no edge will announce again.
-    readable: bool,
-    /// The peer hung up or the socket has an error: reads never block again.
-    hup: bool,
-    queued: bool,
-    /// `wait_ready` took the fd off the RX path; the next `arm_recv` puts it back.
-    taken_over: bool,
+    flags: Flags,
     /// What is registered: on the one-shot path, the armed mask (0 once fired); on the RX
     /// path, the ET mask.
     registered: u32,
 }
 
+/// A connection's receive-side state beyond its buffers, as bits.
+#[derive(Clone, Copy, Default)]
+struct Flags(u8);
+
+impl Flags {
+    /// The socket may hold unread bytes (or an EOF/error) that no edge will announce again.
+    const READABLE: u8 = 1;
+    /// The peer hung up or the socket has an error: reads never block again.
+    const HUP: u8 = 1 << 1;
+    /// In `Epoll::queued`: received before the next wait.
+    const QUEUED: u8 = 1 << 2;
+    /// `wait_ready` took the fd off the RX path; the next `arm_recv` puts it back.
+    const TAKEN_OVER: u8 = 1 << 3;
+
+    fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+
+    fn set(&mut self, bit: u8, on: bool) {
+        if on {
+            self.0 |= bit;
+        } else {
+            self.0 &= !bit;
+        }
+    }
+}
+
+impl InFlight for EConn {
+    fn recv_armed(&self) -> bool {
+        self.recv.is_some()
+    }
+    fn send_in_flight(&self) -> bool {
+        self.send.is_some()
+    }
+}
+
 impl EConn {
     /// On the RX path: registered once, edge-triggered (not handed to `wait_ready`).
     fn on_rx_path(&self, mode: EpollMode) -> bool {
-        mode == EpollMode::Rx && !self.taken_over
+        mode == EpollMode::Rx && !self.flags.has(Flags::TAKEN_OVER)
     }
 }
 
@@ -160,10 +193,7 @@ impl Epoll {
             recv: None,
             send: None,
             want: Interest::default(),
-            readable: false,
-            hup: false,
-            queued: false,
-            taken_over: false,
+            flags: Flags::default(),
             registered: 0,
         })
     }
@@ -173,37 +203,15 @@ impl Epoll {
     }
 
     pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
-        let Some(c) = self.conns.get_mut(conn) else {
-            return Err(Refused {
-                reason: RefuseReason::Stale,
-                buf,
-            });
-        };
-        if c.recv.is_some() {
-            return Err(Refused {
-                reason: RefuseReason::RecvArmed,
-                buf,
-            });
-        }
+        let (c, buf) = admit(self.conns.get_mut(conn), Op::Recv, buf)?;
         c.recv = Some(buf);
-        c.taken_over = false;
+        c.flags.set(Flags::TAKEN_OVER, false);
         self.update_registration(conn);
         Ok(())
     }
 
     pub fn send(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
-        let Some(c) = self.conns.get_mut(conn) else {
-            return Err(Refused {
-                reason: RefuseReason::Stale,
-                buf,
-            });
-        };
-        if c.send.is_some() {
-            return Err(Refused {
-                reason: RefuseReason::SendInFlight,
-                buf,
-            });
-        }
+        let (c, buf) = admit(self.conns.get_mut(conn), Op::Send, buf)?;
         c.send = Some((buf, 0));
         if !self.flush_send(conn) {
             self.update_registration(conn);
@@ -215,7 +223,7 @@ impl Epoll {
         let c = self.conns.get_mut(conn).ok_or(RefuseReason::Stale)?;
         c.want.readable |= interest.readable;
         c.want.writable |= interest.writable;
-        c.taken_over = true;
+        c.flags.set(Flags::TAKEN_OVER, true);
         self.update_registration(conn);
         Ok(())
     }
@@ -283,8 +291,8 @@ impl Epoll {
             let Some(c) = self.conns.get_mut(conn) else {
                 continue;
             };
-            c.queued = false;
-            if c.recv.is_some() && c.readable {
+            c.flags.set(Flags::QUEUED, false);
+            if c.recv.is_some() && c.flags.has(Flags::READABLE) {
                 self.do_recv(conn);
             }
         }
@@ -335,8 +343,12 @@ impl Epoll {
         }
         let readable = bits & (IN | RDHUP | HUP | ERR) != 0;
         let writable = bits & (OUT | HUP | ERR) != 0;
-        c.readable |= readable;
-        c.hup |= bits & (RDHUP | HUP | ERR) != 0;
+        if readable {
+            c.flags.set(Flags::READABLE, true);
+        }
+        if bits & (RDHUP | HUP | ERR) != 0 {
+            c.flags.set(Flags::HUP, true);
+        }
         let ready = Interest {
             readable: c.want.readable && readable,
             writable: c.want.writable && writable,
@@ -350,7 +362,7 @@ impl Epoll {
             self.flush_send(conn);
         }
         let c = self.conns.get_mut(conn).expect("still open");
-        if c.recv.is_some() && c.readable {
+        if c.recv.is_some() && c.flags.has(Flags::READABLE) {
             self.do_recv(conn);
         }
         self.update_registration(conn);
@@ -373,8 +385,8 @@ impl Epoll {
             if hint == Registration::Rx && c.registered == mask {
                 // Registered once for this connection: nothing to do. Bytes that an earlier
                 // edge announced are received before the next wait.
-                if c.recv.is_some() && c.readable && !c.queued {
-                    c.queued = true;
+                if c.recv.is_some() && c.flags.has(Flags::READABLE) && !c.flags.has(Flags::QUEUED) {
+                    c.flags.set(Flags::QUEUED, true);
                     self.queued.push(conn);
                 }
                 return;
@@ -450,22 +462,23 @@ impl Epoll {
         let result = loop {
             match self.sys.recv(c.fd.as_raw_fd(), buf) {
                 Ok(0) => {
-                    c.hup = true;
+                    c.flags.set(Flags::HUP, true);
                     break Recv::Eof;
                 }
                 Ok(n) => {
                     // Short read: drained, unless a hang-up means the next read returns at
                     // once (EOF or error) without a new edge.
-                    c.readable = n == room || c.hup;
+                    let hup = c.flags.has(Flags::HUP);
+                    c.flags.set(Flags::READABLE, n == room || hup);
                     break Recv::Data(n);
                 }
                 Err(Errno(libc::EINTR)) => continue,
                 Err(Errno(libc::EAGAIN)) => {
-                    c.readable = false;
+                    c.flags.set(Flags::READABLE, false);
                     return;
                 }
                 Err(e) => {
-                    c.hup = true;
+                    c.flags.set(Flags::HUP, true);
                     break Recv::Error(e);
                 }
             }

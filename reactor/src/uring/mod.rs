@@ -12,51 +12,28 @@
 //! nor dropped until the SQE's completion is reaped. A closed connection's entry therefore stays
 //! in the slab, marked closed, until its last in-flight operation completes.
 
+mod bufring;
+mod multishot;
+mod ops;
+
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::bufring::BufRing;
-use crate::fdtable;
 use crate::slab::Slab;
 use crate::sys::{Errno, Sys};
+use crate::types::{admit, InFlight, Op};
 use crate::{Config, Conn, Event, Interest, ListenerId, Recv, RefuseReason, Refused};
-
-const OP_RECV: u64 = 1;
-const OP_SEND: u64 = 2;
-const OP_POLL: u64 = 3;
-const OP_ACCEPT: u64 = 4;
-const OP_WAKE: u64 = 5;
-/// Cancels and closes: their completions carry nothing to act on.
-const OP_IGNORE: u64 = 6;
-const OP_RECV_MULTI: u64 = 7;
-
-const MULTISHOT_BUF_SIZE: usize = 4096;
-/// A multishot receive is cancelled once this much waits unclaimed in a connection's stash, so
-/// a caller that stops arming still pushes back on its peer through TCP, as with one-shot
-/// receives; the next arm that finds the stash empty starts a new one.
-const STASH_LIMIT: usize = 64 * 1024;
-const MULTISHOT_GROUP: u16 = 0;
+use bufring::BufRing;
+use multishot::{MULTISHOT_BUF_SIZE, MULTISHOT_GROUP};
+use ops::{
+    conn_data, op_data, Plain, GENERATION_MASK, OP_ACCEPT, OP_POLL, OP_RECV, OP_RECV_MULTI,
+    OP_SEND, OP_WAKE,
+};
 
 /// `IORING_RECVSEND_POLL_FIRST` (kernel 5.19), from include/uapi/linux/io_uring.h.
 const IORING_RECVSEND_POLL_FIRST: u16 = 1;
-
-/// Bits of a connection's slab generation carried in its operations' `user_data`.
-const GENERATION_MASK: u32 = (1 << 24) - 1;
-
-/// A connection operation's `user_data`: the op in the top byte, 24 bits of the connection's
-/// generation (as epoll's token carries one), then its slot — so that a completion is matched
-/// to the connection it was for, not merely to whichever occupies the slot now.
-fn conn_data(op: u64, conn: Conn) -> u64 {
-    (op << 56) | (u64::from(conn.generation & GENERATION_MASK) << 32) | u64::from(conn.slot)
-}
-
-/// The `user_data` of an operation that is no connection's: a listener's (its index), the
-/// waker's, or one whose completion carries nothing to act on (`OP_IGNORE`).
-fn op_data(op: u64, index: u32) -> u64 {
-    (op << 56) | u64::from(index)
-}
 
 type Setup = fn(&mut io_uring::Builder);
 
@@ -108,6 +85,15 @@ pub(crate) struct Uring {
     /// `Config::batch_wait` is zero — a zero min-wait would hold out for the whole batch.
     batch_wait_usec: Option<u32>,
     pub sys: Sys,
+}
+
+impl InFlight for UConn {
+    fn recv_armed(&self) -> bool {
+        self.recv.is_some()
+    }
+    fn send_in_flight(&self) -> bool {
+        self.send.is_some()
+    }
 }
 
 impl Drop for Uring {
@@ -227,9 +213,10 @@ impl Uring {
 
     /// Queues an SQE that points at no memory of ours (accept without an address, poll,
     /// cancel, close, a multishot receive into the provided-buffer ring).
-    fn push_plain(&mut self, sqe: squeue::Entry) {
-        // SAFETY: no buffer, so nothing that could be dropped before the completion.
-        unsafe { self.push(sqe) }
+    fn push_plain(&mut self, op: Plain) {
+        // SAFETY: a `Plain` operation points at no memory (its entry carries descriptors and
+        // numbers only), so nothing could be dropped before its completion.
+        unsafe { self.push(op.entry()) }
     }
 
     fn arm_wake(&mut self) {
@@ -246,16 +233,11 @@ impl Uring {
         let Some(Some(listener)) = self.listeners.get(index as usize) else {
             return;
         };
-        let fd = types::Fd(listener.as_raw_fd());
-        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-        let sqe = if self.single_accept {
-            opcode::Accept::new(fd, std::ptr::null_mut(), std::ptr::null_mut())
-                .flags(flags)
-                .build()
-        } else {
-            opcode::AcceptMulti::new(fd).flags(flags).build()
-        };
-        self.push_plain(sqe.user_data(op_data(OP_ACCEPT, index)));
+        self.push_plain(Plain::Accept {
+            fd: listener.as_raw_fd(),
+            multishot: !self.single_accept,
+            user_data: op_data(OP_ACCEPT, index),
+        });
     }
 
     pub fn listen(&mut self, listener: OwnedFd) -> Result<ListenerId, Errno> {
@@ -271,21 +253,16 @@ impl Uring {
 
     pub fn unlisten(&mut self, id: ListenerId) {
         if let Some(fd) = self.listeners.get_mut(id.0 as usize).and_then(Option::take) {
-            let cancel = opcode::AsyncCancel::new(op_data(OP_ACCEPT, id.0))
-                .build()
-                .user_data(op_data(OP_IGNORE, 0));
-            self.push_plain(cancel);
-            let close = opcode::Close::new(types::Fd(fd.into_raw_fd()))
-                .build()
-                .user_data(op_data(OP_IGNORE, 0));
-            self.push_plain(close);
+            self.push_plain(Plain::Cancel {
+                target: op_data(OP_ACCEPT, id.0),
+            });
+            self.push_plain(Plain::Close {
+                fd: fd.into_raw_fd(),
+            });
         }
     }
 
     pub fn register(&mut self, fd: OwnedFd) -> Conn {
-        // The hint table belongs to epoll, but a fresh generation per connection keeps it
-        // truthful for any epoll reactor that later sees this fd number.
-        fdtable::reset(fd.as_raw_fd());
         self.conns.insert(UConn {
             fd: Some(fd),
             recv: None,
@@ -310,14 +287,7 @@ impl Uring {
     }
 
     pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
-        let refused = match self.open(conn) {
-            None => Some(RefuseReason::Stale),
-            Some((c, _)) if c.recv.is_some() => Some(RefuseReason::RecvArmed),
-            Some(_) => None,
-        };
-        if let Some(reason) = refused {
-            return Err(Refused { reason, buf });
-        }
+        let (_, buf) = admit(self.open(conn).map(|(c, _)| c), Op::Recv, buf)?;
         if self.bufring.is_some() {
             self.arm_recv_multishot(conn, buf);
         } else {
@@ -343,41 +313,6 @@ impl Uring {
         unsafe { self.push(sqe) };
     }
 
-    /// Multishot arm: delivers the stash at once if there is one, else parks the buffer for the
-    /// next completion, starting the connection's multishot receive the first time. The
-    /// connection is open and unarmed.
-    fn arm_recv_multishot(&mut self, conn: Conn, mut buf: Vec<u8>) {
-        let (c, fd) = self.open(conn).expect("checked by the caller");
-        if !c.stash.is_empty() {
-            let n = c.stash.len().min(buf.capacity() - buf.len());
-            buf.extend_from_slice(&c.stash[..n]);
-            c.stash.drain(..n);
-            self.pending.push(Event::Received {
-                conn,
-                buf,
-                result: Recv::Data(n),
-            });
-            return;
-        }
-        if let Some(end) = c.stash_end.take() {
-            self.pending.push(Event::Received {
-                conn,
-                buf,
-                result: end,
-            });
-            return;
-        }
-        c.recv = Some(buf);
-        if !c.multishot {
-            c.multishot = true;
-            c.in_flight += 1;
-            let sqe = opcode::RecvMulti::new(types::Fd(fd), MULTISHOT_GROUP)
-                .build()
-                .user_data(conn_data(OP_RECV_MULTI, conn));
-            self.push_plain(sqe);
-        }
-    }
-
     fn submit_send(&mut self, conn: Conn) {
         let Some((c, fd)) = self.open(conn) else {
             return;
@@ -396,18 +331,7 @@ impl Uring {
     }
 
     pub fn send(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
-        let Some((c, _)) = self.open(conn) else {
-            return Err(Refused {
-                reason: RefuseReason::Stale,
-                buf,
-            });
-        };
-        if c.send.is_some() {
-            return Err(Refused {
-                reason: RefuseReason::SendInFlight,
-                buf,
-            });
-        }
+        let (c, buf) = admit(self.open(conn).map(|(c, _)| c), Op::Send, buf)?;
         if buf.is_empty() {
             self.pending.push(Event::Sent {
                 conn,
@@ -432,11 +356,12 @@ impl Uring {
         if c.want.writable {
             mask |= libc::POLLOUT;
         }
-        let sqe = opcode::PollAdd::new(types::Fd(fd), mask as u32)
-            .build()
-            .user_data(conn_data(OP_POLL, conn));
         c.in_flight += 1;
-        self.push_plain(sqe);
+        self.push_plain(Plain::PollAdd {
+            fd,
+            mask: mask as u32,
+            user_data: conn_data(OP_POLL, conn),
+        });
         Ok(())
     }
 
@@ -466,17 +391,15 @@ impl Uring {
         ];
         let idle = c.in_flight == 0;
         for (_, op) in in_flight.into_iter().filter(|(busy, _)| *busy) {
-            let sqe = opcode::AsyncCancel::new(conn_data(op, conn))
-                .build()
-                .user_data(op_data(OP_IGNORE, 0));
-            self.push_plain(sqe);
+            self.push_plain(Plain::Cancel {
+                target: conn_data(op, conn),
+            });
         }
         // In-flight operations hold their own reference to the socket, so closing the number
         // now is safe; their completions (ECANCELED, usually) release the slot.
-        let sqe = opcode::Close::new(types::Fd(fd.into_raw_fd()))
-            .build()
-            .user_data(op_data(OP_IGNORE, 0));
-        self.push_plain(sqe);
+        self.push_plain(Plain::Close {
+            fd: fd.into_raw_fd(),
+        });
         if idle {
             self.conns.remove(conn);
         }
@@ -493,9 +416,13 @@ impl Uring {
         } else {
             Some(Duration::ZERO)
         };
+        // A min-wait is a second timer the kernel arms for every wait; it only pays when
+        // there is a batch to hold out for. A one-completion wait (`poll`: the server's) has
+        // none, so it waits as epoll does, on its timeout alone.
         let (want, min_wait) = match (wait, self.batch_wait_usec) {
             (Some(Duration::ZERO), _) | (_, None) => (1, 0),
-            (_, Some(usec)) => (batch.max(1), usec),
+            _ if batch <= 1 => (1, 0),
+            (_, Some(usec)) => (batch, usec),
         };
         let ts = wait.map(types::Timespec::from);
         let result = self
@@ -587,91 +514,6 @@ impl Uring {
         self.pending.push(Event::Received { conn, buf, result });
     }
 
-    fn on_recv_multi(&mut self, ud: u64, res: i32, flags: u32) {
-        let target = self.conn_of(ud);
-        let bufring = self
-            .bufring
-            .as_mut()
-            .expect("multishot receives need the ring");
-        let bid = cqueue::buffer_select(flags);
-        let Some(conn) = target else {
-            if let Some(b) = bid {
-                bufring.recycle(b);
-            }
-            return;
-        };
-        let c = self.conns.get_mut(conn).expect("live slot");
-        let more = cqueue::more(flags);
-        if !more {
-            c.multishot = false;
-            c.stash_full = false;
-            c.in_flight -= 1;
-        }
-        if c.fd.is_none() {
-            if let Some(b) = bid {
-                bufring.recycle(b);
-            }
-            if c.in_flight == 0 {
-                self.conns.remove(conn);
-            }
-            return;
-        }
-        let end = match res {
-            n if n > 0 => {
-                let bid = bid.expect("a multishot receive with data names its buffer");
-                let bytes = bufring.bytes(bid, n as usize);
-                // The stash is empty whenever a buffer is armed (an arm drains it first).
-                if let Some(mut buf) = c.recv.take() {
-                    let take = bytes.len().min(buf.capacity() - buf.len());
-                    buf.extend_from_slice(&bytes[..take]);
-                    c.stash.extend_from_slice(&bytes[take..]);
-                    self.pending.push(Event::Received {
-                        conn,
-                        buf,
-                        result: Recv::Data(take),
-                    });
-                } else {
-                    c.stash.extend_from_slice(bytes);
-                }
-                None
-            }
-            0 => Some(Recv::Eof),
-            // Out of provided buffers, interrupted, or stopped for a full stash: the bytes wait
-            // in the socket.
-            e if [libc::ENOBUFS, libc::EAGAIN, libc::EINTR, libc::ECANCELED].contains(&-e) => None,
-            e => Some(Recv::Error(Errno(-e))),
-        };
-        // A buffer the kernel consumed goes back whatever the result, or the ring shrinks.
-        if let Some(b) = bid {
-            bufring.recycle(b);
-        }
-        let stop_for_full_stash = more && c.stash.len() >= STASH_LIMIT && !c.stash_full;
-        c.stash_full |= stop_for_full_stash;
-        match end {
-            Some(end) => match c.recv.take() {
-                Some(buf) => self.pending.push(Event::Received {
-                    conn,
-                    buf,
-                    result: end,
-                }),
-                None => c.stash_end = Some(end),
-            },
-            None if !more && c.recv.is_some() => {
-                // The kernel ended the multishot (ENOBUFS, or its own retry cap) while the
-                // caller still waits: start another.
-                let buf = c.recv.take().expect("armed");
-                self.arm_recv_multishot(conn, buf);
-            }
-            None => {}
-        }
-        if stop_for_full_stash {
-            let sqe = opcode::AsyncCancel::new(conn_data(OP_RECV_MULTI, conn))
-                .build()
-                .user_data(op_data(OP_IGNORE, 0));
-            self.push_plain(sqe);
-        }
-    }
-
     fn on_send(&mut self, ud: u64, res: i32) {
         let Some(conn) = self.completed(ud) else {
             return;
@@ -741,10 +583,9 @@ impl Uring {
             if error.is_out_of_resources() {
                 // Re-armed, the accept would fail again at once: paused until resume_accept.
                 if cqueue::more(flags) {
-                    let cancel = opcode::AsyncCancel::new(op_data(OP_ACCEPT, index))
-                        .build()
-                        .user_data(op_data(OP_IGNORE, 0));
-                    self.push_plain(cancel);
+                    self.push_plain(Plain::Cancel {
+                        target: op_data(OP_ACCEPT, index),
+                    });
                 }
                 return;
             }

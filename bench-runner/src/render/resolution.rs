@@ -1,0 +1,136 @@
+//! table.md's paragraphs on what a run can resolve: the A/A control's half-width, whether the
+//! run reached its `--target-resolution`, and how to read a `≈`.
+
+use crate::summary::{Metric, Summary, RESOLUTION_LIMIT, SATURATED};
+
+pub(super) fn pct(x: f64) -> String {
+    format!("±{:.1} %", x * 100.0)
+}
+
+/// The resolution paragraph: the worst A/A half-width, and a warning when it is too wide.
+pub(super) fn resolution_text(s: &Summary, instances: u32) -> String {
+    let mut t = if instances > 1 {
+        format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server as two configurations of {instances} instances — half-width of its 95 % interval over instances and rounds, worst cell): ")
+    } else {
+        String::from("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server twice — half-width of its paired 95 % interval, worst cell): ")
+    };
+    match (
+        s.resolution_worst.get("cpu_per_request"),
+        s.resolution_worst.get("rps"),
+    ) {
+        (None, None) => {
+            t += "unknown: this run has no io_uring control pair, so it cannot say how small a difference it resolves.\n\n";
+            return t;
+        }
+        (cpu, rps) => {
+            t += &format!(
+                "CPU per request {}, req/s {}.",
+                cpu.map_or("–".into(), |c| pct(*c)),
+                rps.map_or("–".into(), |r| pct(*r))
+            );
+            if cpu.is_some_and(|c| *c > RESOLUTION_LIMIT) {
+                t += &format!(" **This run was too noisy to separate effects smaller than {}** (the limit is ±{:.0} %).", pct(*cpu.unwrap()), RESOLUTION_LIMIT * 100.0);
+            }
+        }
+    }
+    t += "\n\n";
+    let cpu: Vec<&crate::summary::Resolution> = s
+        .resolution
+        .iter()
+        .filter(|r| r.metric == Metric::CpuPerRequest)
+        .collect();
+    let apart = cpu.iter().filter(|r| r.aa_apart).count();
+    if instances > 1 {
+        // The interval carries the processes' difference: no second bound.
+        t += &format!("The A/A pair came out apart in {apart} of {} cells on CPU per request (a 95 % interval does so about one time in twenty).\n\n", cpu.len());
+    } else if apart > 0 {
+        let bound = cpu.iter().map(|r| r.aa_bound).fold(0.0, f64::max);
+        t += &format!("The A/A pair itself came out apart in {apart} of {} cells on CPU per request, and its intervals reach {} from no change: two identical servers can differ that much on this machine (memory placement, which one ran when), so a difference smaller than that is not a result, whatever its interval.\n\n", cpu.len(), pct(bound).replace('±', ""));
+    }
+    let mut sorted = cpu.clone();
+    sorted.sort_by_key(|r| (r.profile, r.conns, r.route.clone()));
+    let cells: Vec<String> = sorted
+        .iter()
+        .map(|r| {
+            format!(
+                "{} c={}{}: {}",
+                r.profile.name(),
+                r.conns,
+                route_suffix(&r.route),
+                pct(r.half_width)
+            )
+        })
+        .collect();
+    if !cells.is_empty() {
+        t += &format!("Per cell (CPU per request): {}.\n\n", cells.join("; "));
+    }
+    t
+}
+
+/// What every run's "How to read" says after how its intervals are made (`shown`: what
+/// the run's figures are, to be told apart or not).
+pub(super) fn how_to_read_rest(shown: &str) -> String {
+    format!("`≈` means the interval contains no change: this run cannot tell the two apart, whatever the {shown} say. req/s is the median over slices in which the server was saturated (≥ {:.0} % CPU); CPU per request is the server's CPU time over the slice divided by the requests answered in it — the steadier of the two on a shared machine. ⚠: the server did not run what its column claims (see the evidence).\n\n", SATURATED * 100.0)
+}
+
+/// Whether the run reached its `--target-resolution`, and where it did not.
+pub(super) fn target_text(
+    target: &crate::target::Target,
+    st: &crate::model::Settings,
+    s: &Summary,
+) -> String {
+    let planned = st.planned_rounds.unwrap_or(st.rounds);
+    let added = st.rounds.saturating_sub(planned);
+    let budget = if target.budget_s < 120.0 {
+        format!("{:.0} s", target.budget_s)
+    } else {
+        format!("{:.0} min", target.budget_s / 60.0)
+    };
+    let aim = format!(
+        "**Target resolution** ±{:.1} % (the A/A control on CPU per request, every cell), within {budget} of measuring: ",
+        target.half_width * 100.0,
+    );
+    let cells = s
+        .resolution
+        .iter()
+        .filter(|r| r.metric == Metric::CpuPerRequest)
+        .count();
+    if cells == 0 {
+        return aim + "not judged — this run has no A/A control.\n\n";
+    }
+    let open = target.open(s);
+    if open.is_empty() {
+        return aim
+            + &format!(
+                "reached in every cell after {} rounds ({planned} planned, {added} added).\n\n",
+                st.rounds
+            );
+    }
+    let names: Vec<String> = open
+        .iter()
+        .map(|r| {
+            format!(
+                "{} c={}{}{} {}",
+                r.profile.name(),
+                r.conns,
+                r.load.suffix(),
+                route_suffix(&r.route),
+                pct(r.half_width)
+            )
+        })
+        .collect();
+    aim + &format!(
+        "**not reached** in {} of {cells} cells after {} rounds ({planned} planned, {added} added; the budget ran out first): {}.\n\n",
+        open.len(),
+        st.rounds,
+        names.join("; ")
+    )
+}
+
+pub(super) fn route_suffix(route: &str) -> String {
+    if route == "GET:/" {
+        String::new()
+    } else {
+        format!(" {route}")
+    }
+}
