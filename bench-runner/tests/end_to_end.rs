@@ -610,10 +610,16 @@ fn both_load_models(engine: &str, port: &str) {
     let latency = std::fs::read_to_string(dir.join("latency.svg")).expect("latency.svg");
     assert!(latency.contains("latency against load"), "{latency}");
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let per_request_chart =
+        std::fs::read_to_string(dir.join("chart-per-request.svg")).expect("chart-per-request.svg");
+    assert!(
+        per_request_chart.contains("per-request"),
+        "the per-request model's own chart"
+    );
     assert_eq!(
         page.matches("<figure>").count(),
-        2,
-        "chart and latency figures"
+        3,
+        "the keep-alive and per-request charts and the latency figure"
     );
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
     for heading in [
@@ -660,8 +666,16 @@ fn check_open_loop(
         let offered = s
             .offered_rps()
             .expect("an open-loop slice records its rate");
+        // The A/A control is offered its twin's share: the same server at the same load.
+        let twin = match &s.server.config {
+            Subject::Own(ServerConfig::IoUringControl) => bench_runner::model::ServerKey {
+                profile: s.server.profile,
+                config: Subject::Own(ServerConfig::IoUring),
+            },
+            _ => s.server.clone(),
+        };
         let want = match s.load {
-            l if l == own => 0.5 * capacity(&s.server),
+            l if l == own => 0.5 * capacity(&twin),
             _ => 0.5 * slowest_capacity,
         };
         assert!(
@@ -902,6 +916,15 @@ fn an_engine_that_does_not_answer_is_named_and_auto_falls_back_to_native() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// The whole minutes of a dry run's "ETA: about N min" line.
+fn eta_minutes(text: &str) -> u64 {
+    text.split("ETA: about ")
+        .nth(1)
+        .and_then(|t| t.split(" min").next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("no ETA: {text}"))
+}
+
 #[test]
 fn dry_run_prints_the_plan_and_eta_and_runs_nothing() {
     let out = Command::new(RUNNER)
@@ -913,12 +936,7 @@ fn dry_run_prints_the_plan_and_eta_and_runs_nothing() {
     assert!(text.contains("plan: 15 configurations x 2 instances = 30 resident servers x 7 (load model, level) pairs (keepalive at 64,256,512 conns; per-request, open-50, open-90, open-slowest-50 at 64 conns) x 1 routes = 210 cells; 8 rounds = 1680 slices"), "{text}");
     assert!(text.contains("seed 7"), "{text}");
     // The default run, its three load models, fits in the 40 minutes it may spend.
-    let minutes: u64 = text
-        .split("ETA: about ")
-        .nth(1)
-        .and_then(|t| t.split(" min").next())
-        .and_then(|m| m.parse().ok())
-        .unwrap_or_else(|| panic!("{text}"));
+    let minutes = eta_minutes(&text);
     assert!(minutes < 40, "{text}");
     let again = Command::new(RUNNER)
         .args(["--dry-run", "--seed", "7"])
@@ -931,12 +949,7 @@ fn dry_run_prints_the_plan_and_eta_and_runs_nothing() {
         .unwrap();
     let text = String::from_utf8_lossy(&quick.stdout);
     assert!(text.contains("per-request, open-50"), "{text}");
-    let minutes: u64 = text
-        .split("ETA: about ")
-        .nth(1)
-        .and_then(|t| t.split(" min").next())
-        .and_then(|m| m.parse().ok())
-        .unwrap_or_else(|| panic!("{text}"));
+    let minutes = eta_minutes(&text);
     assert!(
         minutes < 6,
         "--quick covers the three models in minutes: {text}"

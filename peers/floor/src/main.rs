@@ -9,6 +9,8 @@
 
 use std::io;
 
+use floor::heads_ending;
+
 const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 const LISTENER: u64 = u64::MAX;
 
@@ -27,26 +29,6 @@ fn check(ret: isize) -> io::Result<usize> {
     } else {
         Ok(ret as usize)
     }
-}
-
-/// Counts the request heads that end in `data`, carrying a partial `\r\n\r\n` across reads.
-fn heads_ending(matched: &mut u8, data: &[u8]) -> usize {
-    const END: &[u8; 4] = b"\r\n\r\n";
-    let mut heads = 0;
-    for &b in data {
-        *matched = if b == END[*matched as usize] {
-            *matched + 1
-        } else if b == b'\r' {
-            1
-        } else {
-            0
-        };
-        if *matched == 4 {
-            heads += 1;
-            *matched = 0;
-        }
-    }
-    heads
 }
 
 fn listen(port: u16) -> io::Result<i32> {
@@ -255,29 +237,4 @@ fn main() -> io::Result<()> {
     floor.add(listener, libc::EPOLLIN as u32, LISTENER)?;
     eprintln!("floor listening on 0.0.0.0:{port}");
     floor.run()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn heads_are_counted_across_reads_and_pipelines() {
-        let mut m = 0;
-        assert_eq!(
-            heads_ending(
-                &mut m,
-                b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\n\r\n"
-            ),
-            2
-        );
-        assert_eq!(heads_ending(&mut m, b"GET / HTTP/1.1\r\nHost: a\r"), 0);
-        assert_eq!(heads_ending(&mut m, b"\n\r"), 0);
-        assert_eq!(heads_ending(&mut m, b"\n"), 1);
-        assert_eq!(
-            heads_ending(&mut m, b"\r\r\n\r\n"),
-            1,
-            "a CR restarts the match"
-        );
-    }
 }

@@ -12,6 +12,7 @@
 use std::io;
 use std::sync::atomic::{AtomicU16, Ordering};
 
+use floor::heads_ending;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
@@ -38,26 +39,6 @@ struct Conn {
     /// Bytes of `sending` already written (a short send resumes there).
     sent: usize,
     closing: bool,
-}
-
-/// Counts the request heads that end in `data`, carrying a partial `\r\n\r\n` across reads.
-fn heads_ending(matched: &mut u8, data: &[u8]) -> usize {
-    const END: &[u8; 4] = b"\r\n\r\n";
-    let mut heads = 0;
-    for &b in data {
-        *matched = if b == END[*matched as usize] {
-            *matched + 1
-        } else if b == b'\r' {
-            1
-        } else {
-            0
-        };
-        if *matched == 4 {
-            heads += 1;
-            *matched = 0;
-        }
-    }
-    heads
 }
 
 fn check(ret: i32) -> io::Result<i32> {
@@ -375,18 +356,6 @@ fn main() -> io::Result<()> {
 mod tests {
     use super::*;
     use std::io::{Read, Write};
-
-    #[test]
-    fn heads_are_counted_across_reads_and_pipelines() {
-        let mut m = 0;
-        assert_eq!(
-            heads_ending(&mut m, b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n"),
-            2
-        );
-        assert_eq!(heads_ending(&mut m, b"GET / HTTP/1.1\r\nHost: a\r"), 0);
-        assert_eq!(heads_ending(&mut m, b"\n\r"), 0);
-        assert_eq!(heads_ending(&mut m, b"\n"), 1);
-    }
 
     /// The real loop on a real socket: a pipelined burst longer than one send's worth is
     /// answered whole and in order, a head split across writes once, and a second connection
