@@ -17,15 +17,19 @@ pub(crate) fn is_loopback(host: &str) -> Option<bool> {
         .map(|a| a.ip().is_loopback())
 }
 
-/// A connection per request must not run the client out of local ports: checked before any
-/// build or server start, for the address the driver will connect to.
-pub(crate) fn check_port_reuse(args: &RunArgs) -> Result<()> {
-    let loopback = match args.network {
+/// Whether the driver's connections run on loopback (`None`: the target does not resolve).
+fn driver_on_loopback(args: &RunArgs) -> Option<bool> {
+    match args.network {
         // A container's address on the run's network: off loopback.
         Network::Bridge => Some(false),
         Network::Host => is_loopback(&args.target_host),
-    };
-    if let Some(loopback) = loopback {
+    }
+}
+
+/// A connection per request must not run the client out of local ports: checked before any
+/// build or server start, for the address the driver will connect to.
+pub(crate) fn check_port_reuse(args: &RunArgs) -> Result<()> {
+    if let Some(loopback) = driver_on_loopback(args) {
         driver::ports::check(loopback, &driver::ports::Sysctls::read())?;
     }
     Ok(())
@@ -33,11 +37,11 @@ pub(crate) fn check_port_reuse(args: &RunArgs) -> Result<()> {
 
 /// A connection per request to loopback must not be counted by a connection-tracking table
 /// it would fill (checked before any server starts; every slice counts the table's drops too).
+/// Off loopback the path (and any firewall on it) is the user's, a bridge network's rules are
+/// Docker's: the slices' drop counts still mark what the table cost.
 pub(crate) fn check_conntrack(args: &RunArgs) -> Result<(), driver::conntrack::ConntrackError> {
-    match (args.network, is_loopback(&args.target_host)) {
-        (Network::Host, Some(true)) => driver::conntrack::check_loopback(),
-        // Off loopback the path (and any firewall on it) is the user's; a bridge network's
-        // own rules are Docker's: the slices' drop counts still mark what the table cost.
+    match driver_on_loopback(args) {
+        Some(true) => driver::conntrack::check_loopback(),
         _ => Ok(()),
     }
 }

@@ -193,10 +193,14 @@ impl DriverChoice {
         }
     }
 
-    /// Whether it drives the per-request and open-loop models too (wrk and goose: keep-alive
-    /// only).
-    pub fn drives_every_load_model(self) -> bool {
-        matches!(self, DriverChoice::Rxload | DriverChoice::Oha)
+    /// Whether it can drive `model`. wrk and goose drive keep-alive only: sent
+    /// `Connection: close`, they reconnect only where the server closes, so a server that
+    /// ignores the header would be measured kept alive.
+    pub fn supports(self, model: crate::model::LoadModel) -> bool {
+        match self {
+            DriverChoice::Rxload | DriverChoice::Oha => true,
+            DriverChoice::Wrk | DriverChoice::Goose => model == crate::model::LoadModel::KeepAlive,
+        }
     }
 }
 

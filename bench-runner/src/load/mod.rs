@@ -90,12 +90,6 @@ impl Load<'_> {
 pub trait LoadDriver {
     /// As raw.json records it.
     fn name(&self) -> &'static str;
-    /// Whether it can drive `model` (asked once, before anything runs). Keep-alive unless a
-    /// driver says more: a child driver sent `Connection: close` reconnects only where the
-    /// server closes, so a server that ignores the header would be measured kept alive.
-    fn supports(&self, model: LoadModel) -> bool {
-        model == LoadModel::KeepAlive
-    }
     /// Drives `load` for one slice, blocking. Calls `edge` exactly twice, at the start and at
     /// the end of the measured window, so the server can be read there.
     fn drive(
@@ -114,19 +108,18 @@ pub fn choose(
     routes: &[Route],
     loads: &[LoadModel],
 ) -> Result<Box<dyn LoadDriver + Send + Sync>, LoadError> {
-    let driver: Box<dyn LoadDriver + Send + Sync> = match choice {
+    if let Some(&load) = loads.iter().find(|&&l| !choice.supports(l)) {
+        return Err(LoadError::Unsupported {
+            name: choice.name(),
+            load,
+        });
+    }
+    Ok(match choice {
         DriverChoice::Rxload => Box::new(rxload::Rxload),
         DriverChoice::Wrk => Box::new(wrk::Wrk::find(routes)?),
         DriverChoice::Goose => Box::new(goose::Goose::build(root)?),
         DriverChoice::Oha => Box::new(oha::Oha::find()?),
-    };
-    if let Some(&load) = loads.iter().find(|&&l| !driver.supports(l)) {
-        return Err(LoadError::Unsupported {
-            name: driver.name(),
-            load,
-        });
-    }
-    Ok(driver)
+    })
 }
 
 /// Runs a driver's child process between two edges; its stdout, or why it failed.

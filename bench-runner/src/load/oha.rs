@@ -70,10 +70,6 @@ impl LoadDriver for Oha {
         "oha"
     }
 
-    fn supports(&self, _: LoadModel) -> bool {
-        true
-    }
-
     fn drive(
         &self,
         load: &Load,

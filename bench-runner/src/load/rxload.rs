@@ -4,17 +4,12 @@
 use driver::report::Report;
 
 use super::{Load, LoadDriver, LoadError, Setup};
-use crate::model::LoadModel;
 
 pub struct Rxload;
 
 impl LoadDriver for Rxload {
     fn name(&self) -> &'static str {
         "rxload"
-    }
-
-    fn supports(&self, _: LoadModel) -> bool {
-        true
     }
 
     fn drive(

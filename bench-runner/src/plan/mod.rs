@@ -100,8 +100,8 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
         });
     }
     let mut loads = a.measure.load_models();
-    if a.measure.loads.is_none() && !a.driver.drives_every_load_model() {
-        loads.retain(|&l| l == LoadModel::KeepAlive);
+    if a.measure.loads.is_none() && loads.iter().any(|&l| !a.driver.supports(l)) {
+        loads.retain(|&l| a.driver.supports(l));
         notes.push(format!(
             "--driver {} drives keep-alive only: the other load models were left out",
             a.driver.name()
@@ -123,11 +123,7 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
         }
         load_conns.insert(load, levels);
     }
-    let mut conns: Vec<u32> = load_conns.values().flatten().copied().collect();
-    conns.sort_unstable();
-    conns.dedup();
-    // Every model at every level is the plan of the runs before levels per model: not recorded.
-    load_conns.retain(|_, levels| *levels != conns);
+    let (conns, load_conns) = split_levels(load_conns);
     Ok((
         Plan {
             servers,
@@ -211,16 +207,12 @@ impl Plan {
     /// The plan without load model `load` (a model the machine cannot measure honestly).
     pub fn leave_out(&mut self, load: LoadModel) {
         self.loads.retain(|&l| l != load);
-        let mut levels: BTreeMap<LoadModel, Vec<u32>> = self
+        let levels = self
             .loads
             .iter()
             .map(|&l| (l, self.conns_of(l).to_vec()))
             .collect();
-        let mut conns: Vec<u32> = levels.values().flatten().copied().collect();
-        conns.sort_unstable();
-        conns.dedup();
-        levels.retain(|_, l| *l != conns);
-        (self.conns, self.load_conns) = (conns, levels);
+        (self.conns, self.load_conns) = split_levels(levels);
     }
 
     /// The connection levels load model `load` is measured at.
@@ -413,6 +405,19 @@ impl Plan {
         let instance = instance_label(instance, self.instances);
         format!("{key}{instance} c={}{load}{route}", c.conns)
     }
+}
+
+/// Every model's levels as the plan keeps them: the run's levels (all models' together), and
+/// the models measured at fewer — every model at every level is the plan of the runs before
+/// levels per model, and records nothing.
+fn split_levels(
+    mut by_load: BTreeMap<LoadModel, Vec<u32>>,
+) -> (Vec<u32>, BTreeMap<LoadModel, Vec<u32>>) {
+    let mut conns: Vec<u32> = by_load.values().flatten().copied().collect();
+    conns.sort_unstable();
+    conns.dedup();
+    by_load.retain(|_, levels| *levels != conns);
+    (conns, by_load)
 }
 
 /// Fisher–Yates.
