@@ -340,19 +340,23 @@ impl Rounds<'_> {
         );
         let measuring = Instant::now();
         let mut round = 0;
+        // The blocks of the next round: all of them until an added round picks the open ones.
+        let mut blocks: crate::target::Blocks = None;
         loop {
             round += 1;
             if round > plan.rounds {
                 let Some(target) = &plan.target else { break };
-                let per = measuring.elapsed() / (round - 1);
+                let per_slice = measuring.elapsed() / raw.slices.len().max(1) as u32;
                 match target.next(
                     &summarise(raw),
                     plan.control_cells(),
                     measuring.elapsed(),
-                    per,
+                    per_slice,
+                    |b| plan.round_order_of(round, b).len(),
                 ) {
-                    Next::Round => {
-                        bar.inc_length(plan.cells().len() as u64);
+                    Next::Round(open) => {
+                        blocks = open;
+                        bar.inc_length(plan.round_order_of(round, &blocks).len() as u64);
                         raw.settings.rounds = round;
                     }
                     Next::Reached => {
@@ -374,7 +378,9 @@ impl Rounds<'_> {
             }
             let round_start = Instant::now();
             let mut failed = 0;
-            for (position, cell) in plan.round_order(round).into_iter().enumerate() {
+            let order = plan.round_order_of(round, &blocks);
+            let slices_in_round = order.len();
+            for (position, cell) in order.into_iter().enumerate() {
                 if self.setup.abort.load(Ordering::Relaxed) {
                     return Ok(());
                 }
@@ -409,13 +415,12 @@ impl Rounds<'_> {
                 bar.inc(1);
                 bar.set_message(line);
             }
-            let done = u64::from(round) * plan.cells().len() as u64;
+            let (done, total) = (bar.position(), bar.length().unwrap_or(total));
             let per = round_start.elapsed();
             let left = per * plan.rounds.saturating_sub(round);
             let msg = if round > plan.rounds {
                 format!(
-                    "round {round} (added for the target resolution): {} slices in {:.0} s ({failed} failed)",
-                    plan.cells().len(),
+                    "round {round} (added for the target resolution): {slices_in_round} slices in {:.0} s ({failed} failed)",
                     per.as_secs_f64()
                 )
             } else {

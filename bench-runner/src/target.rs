@@ -2,12 +2,19 @@
 //! until the A/A control resolves the target in every cell, or the budget would run out first.
 //! A noisy hour then costs time instead of resolution, and where even the time did not suffice
 //! the table says which cells fell short.
+//!
+//! An added round drives only the blocks whose A/A is still wider than the target (each under
+//! every profile, so the profile comparisons gain pairs too): the cells that need slices get
+//! them — open loop below capacity is noisier per slice than keep-alive — and the budget is not
+//! spent on cells already resolved.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::summary::{Metric, Resolution, Summary};
+use crate::model::LoadModel;
+use crate::summary::{Metric, Resolution, Summary, MEAN_ROUTE};
 
 /// What a run aims for: the A/A half-width on CPU per request in every cell, within a budget.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -18,11 +25,33 @@ pub struct Target {
     pub budget_s: f64,
 }
 
+/// One block of a round: a load model, level and route, every server once.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Block {
+    pub load: LoadModel,
+    pub conns: u32,
+    /// A route's name, or [`MEAN_ROUTE`] for the mean over the routes (all of them then).
+    pub route: String,
+}
+
+impl Block {
+    /// Whether a cell of `load` at `conns` on `route` belongs to this block.
+    pub fn holds(&self, load: LoadModel, conns: u32, route: &str) -> bool {
+        self.load == load
+            && self.conns == conns
+            && (self.route == route || self.route == MEAN_ROUTE)
+    }
+}
+
+/// The blocks an added round drives: `None` for all of them.
+pub type Blocks = Option<BTreeSet<Block>>;
+
 /// Whether to drive another round.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Next {
-    /// Cells still wider than the target, and time for a round.
-    Round,
+    /// Cells still wider than the target, and time for a round of their blocks (of every
+    /// block while some cell has no interval yet).
+    Round(Blocks),
     /// Every cell at the target.
     Reached,
     /// A round would end past the budget; these cells are still wider.
@@ -45,9 +74,16 @@ impl Target {
     }
 
     /// After a round: another one, or why not. `cells` is how many A/A cells the run has
-    /// (one with no interval yet counts as open); `elapsed` the measuring so far, `per_round`
-    /// the last round's length.
-    pub fn next(&self, s: &Summary, cells: usize, elapsed: Duration, per_round: Duration) -> Next {
+    /// (one with no interval yet counts as open); `elapsed` the measuring so far, `per_slice`
+    /// a slice's share of it, `slices_in` how many slices a round of some blocks holds.
+    pub fn next(
+        &self,
+        s: &Summary,
+        cells: usize,
+        elapsed: Duration,
+        per_slice: Duration,
+        slices_in: impl Fn(&Blocks) -> usize,
+    ) -> Next {
         if cells == 0 {
             return Next::NoControl;
         }
@@ -60,10 +96,20 @@ impl Target {
         if open.is_empty() && judged >= cells {
             return Next::Reached;
         }
-        if elapsed + per_round > self.budget() {
+        let blocks: Blocks = (judged >= cells).then(|| {
+            open.iter()
+                .map(|r| Block {
+                    load: r.load,
+                    conns: r.conns,
+                    route: r.route.clone(),
+                })
+                .collect()
+        });
+        let round = per_slice * slices_in(&blocks) as u32;
+        if elapsed + round > self.budget() {
             return Next::BudgetSpent(open.into_iter().cloned().collect());
         }
-        Next::Round
+        Next::Round(blocks)
     }
 }
 
@@ -98,25 +144,69 @@ mod tests {
             half_width: 0.02,
             budget_s: 600.0,
         };
-        let (min, round) = (Duration::from_secs(60), Duration::from_secs(45));
+        // 10 slices a block, 1.5 s each: a round of every block (two) is 30 s.
+        let (min, slice) = (Duration::from_secs(60), Duration::from_millis(1500));
+        let slices = |b: &Blocks| b.as_ref().map_or(20, |b| 10 * b.len());
         let wide = summary(vec![cell(64, 0.015), cell(512, 0.031)]);
-        assert_eq!(t.next(&wide, 2, min, round), Next::Round);
-        let done = summary(vec![cell(64, 0.015), cell(512, 0.019)]);
-        assert_eq!(t.next(&done, 2, min, round), Next::Reached);
-        // One cell has no interval yet: not reached.
-        let partial = summary(vec![cell(64, 0.015)]);
-        assert_eq!(t.next(&partial, 2, min, round), Next::Round);
-        // The next round would end past the budget: stop, naming the open cell.
-        let late = Duration::from_secs(560);
+        let only_512 = BTreeSet::from([Block {
+            load: LoadModel::KeepAlive,
+            conns: 512,
+            route: "GET:/".into(),
+        }]);
+        // Only the open cell's block is driven again.
         assert_eq!(
-            t.next(&wide, 2, late, round),
+            t.next(&wide, 2, min, slice, slices),
+            Next::Round(Some(only_512))
+        );
+        let done = summary(vec![cell(64, 0.015), cell(512, 0.019)]);
+        assert_eq!(t.next(&done, 2, min, slice, slices), Next::Reached);
+        // One cell has no interval yet: not reached, and every block goes again.
+        let partial = summary(vec![cell(64, 0.015)]);
+        assert_eq!(t.next(&partial, 2, min, slice, slices), Next::Round(None));
+        // The next round would end past the budget: stop, naming the open cell. A round of
+        // the one open block (15 s) still fits where a round of both (30 s) would not.
+        assert_eq!(
+            t.next(&wide, 2, Duration::from_secs(590), slice, slices),
             Next::BudgetSpent(vec![cell(512, 0.031)])
         );
-        assert_eq!(t.next(&wide, 0, min, round), Next::NoControl);
+        assert!(matches!(
+            t.next(&wide, 2, Duration::from_secs(580), slice, slices),
+            Next::Round(Some(_))
+        ));
+        assert_eq!(
+            t.next(&partial, 2, Duration::from_secs(580), slice, slices),
+            Next::BudgetSpent(vec![])
+        );
+        assert_eq!(t.next(&wide, 0, min, slice, slices), Next::NoControl);
         // req/s cells do not count: the target is on CPU per request.
         let mut rps = cell(64, 0.5);
         rps.metric = Metric::Rps;
         let with_rps = summary(vec![cell(64, 0.01), rps]);
-        assert_eq!(t.next(&with_rps, 1, min, round), Next::Reached);
+        assert_eq!(t.next(&with_rps, 1, min, slice, slices), Next::Reached);
+    }
+
+    #[test]
+    fn a_mean_block_holds_every_route_of_its_level() {
+        let b = Block {
+            load: LoadModel::KeepAlive,
+            conns: 64,
+            route: MEAN_ROUTE.into(),
+        };
+        assert!(
+            b.holds(LoadModel::KeepAlive, 64, "GET:/")
+                && b.holds(LoadModel::KeepAlive, 64, "POST:/user")
+        );
+        assert!(
+            !b.holds(LoadModel::KeepAlive, 256, "GET:/")
+                && !b.holds(LoadModel::PerRequest, 64, "GET:/")
+        );
+        let one = Block {
+            route: "GET:/".into(),
+            ..b
+        };
+        assert!(
+            one.holds(LoadModel::KeepAlive, 64, "GET:/")
+                && !one.holds(LoadModel::KeepAlive, 64, "POST:/user")
+        );
     }
 }

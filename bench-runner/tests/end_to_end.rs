@@ -12,8 +12,8 @@ use bench_runner::model::{LoadModel, Offered, Schedule, ServerConfig, Subject};
 use bench_runner::render::SummaryFile;
 use bench_runner::summary::Metric;
 use common::{
-    assert_re_renders_incomplete, available_or_skip, docker_reachable, run_folder,
-    rxbench_containers, wait_for_slices,
+    assert_re_renders_incomplete, available_or_skip, docker_reachable, loopback_untracked_or_skip,
+    run_folder, rxbench_containers, wait_for_slices,
 };
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
@@ -742,6 +742,9 @@ fn check_open_loop(
 
 #[test]
 fn native_run_of_both_load_models() {
+    if !loopback_untracked_or_skip("native_loads") {
+        return;
+    }
     both_load_models("native", "3995");
 }
 
@@ -751,7 +754,8 @@ fn docker_run_of_both_load_models() {
         docker_reachable(),
         "docker_loads",
         "no Docker engine answers",
-    ) {
+    ) || !loopback_untracked_or_skip("docker_loads")
+    {
         return;
     }
     both_load_models("docker", "3997");

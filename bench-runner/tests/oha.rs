@@ -7,7 +7,7 @@ mod common;
 use std::process::Command;
 
 use bench_runner::model::{LoadModel, Offered};
-use common::run_folder;
+use common::{loopback_untracked_or_skip, run_folder};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_bench-runner");
 
@@ -26,6 +26,9 @@ fn oha_drives_every_load_model_and_its_report_is_read() {
             &mut std::io::stderr(),
             b"SKIPPED oha: oha is not installed (cargo install oha --locked)\n",
         );
+        return;
+    }
+    if !loopback_untracked_or_skip("oha") {
         return;
     }
     let out = std::env::temp_dir().join(format!("rxbench-oha-{}", std::process::id()));

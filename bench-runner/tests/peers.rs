@@ -1,6 +1,8 @@
 //! `bench-runner peers`: every peer starts, is measured with the same slices as this project's
 //! server, and gets a syscall profile; the results land in their own folder.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -87,6 +89,9 @@ fn a_quick_peers_run_measures_every_peer_and_profiles_its_syscalls() {
         );
         let line = format!("SKIPPED a_quick_peers_run: {missing:?} not installed\n");
         let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        return;
+    }
+    if !common::loopback_untracked_or_skip("a_quick_peers_run") {
         return;
     }
     let out_dir = std::env::temp_dir().join(format!("rxbench-peers-{}", std::process::id()));

@@ -197,6 +197,9 @@ fn io_uring_options_from_the_command_line() {
 
 #[test]
 fn disable_keepalive_says_who_closed_in_text_and_json_and_still_parses_as_wrk() {
+    if !common::loopback_untracked_or_skip("disable_keepalive_says_who_closed") {
+        return;
+    }
     let server = TestServer::start(Mode::Close);
     let url = server.url("/");
     let text = rxload(&["-t1", "-c2", "-n", "30", "--disable-keepalive", &url]);
@@ -241,7 +244,13 @@ fn rate_prints_the_open_loop_line_and_json_carries_both_latencies() {
     let open = report.open_loop.expect("open-loop report");
     assert_eq!(open.target_rps, 400.0);
     assert!(open.uncorrected.p50_us > 0.0, "{open:?}");
+    let bad = rxload(&["--deadline", "10ms", &url]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--deadline needs --rate"));
     // An open loop with a connection per request: both reports in one.
+    if !common::loopback_untracked_or_skip("rate_with_a_connection_per_request") {
+        return;
+    }
     let fresh = rxload(&[
         "-t1",
         "-c4",
@@ -262,7 +271,4 @@ fn rate_prints_the_open_loop_line_and_json_carries_both_latencies() {
         report.closes.expect("who closed").opened > 100,
         "{report:?}"
     );
-    let bad = rxload(&["--deadline", "10ms", &url]);
-    assert_eq!(bad.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("--deadline needs --rate"));
 }

@@ -3,10 +3,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
+mod choices;
+mod peers;
 mod values;
+pub use choices::{DriverChoice, EngineChoice, Network, StraceSlices};
 use driver::target::Route;
+pub use peers::{Peer, PeersArgs};
 pub use values::foreign_server;
 use values::{duration, duration_or_zero, percent, route};
 
@@ -21,8 +25,9 @@ levels — with every server resident and alternating 1 s slices, and writes the
 paired confidence intervals and evidence",
     after_help = "\
 Examples:
-  cargo run --release -p bench-runner                      full run (12 rounds x 2 instances of 1 s slices, ~28 min)
-  cargo run --release -p bench-runner -- --quick           smoke run (3 rounds x 2 instances of 0.3 s slices, ~3 min)
+  cargo run --release -p bench-runner                      full run: keep-alive, a connection per request and open
+                                                           loop, 8 rounds x 2 instances of 1 s slices (~40 min)
+  cargo run --release -p bench-runner -- --quick           smoke run (3 rounds x 2 instances of 0.3 s slices, ~6 min)
   cargo run --release -p bench-runner -- --dry-run         the plan and its ETA
   cargo run --release -p bench-runner -- --routes GET:/,GET:/user/0,POST:/user
   cargo run --release -p bench-runner -- report results/latest
@@ -100,140 +105,6 @@ pub struct CalibrateArgs {
     pub port: u16,
 }
 
-/// The peers `bench-runner peers` can run (all by default).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum Peer {
-    /// Edge-triggered epoll, one recv and one send a request, no parsing (peers/floor)
-    Floor,
-    /// io_uring's floor: multishot accept and receive into provided buffers, a static answer,
-    /// closes as SQEs, no parsing (peers/uring-floor)
-    UringFloor,
-    /// Debian's nginx, one worker, `return 200` (peers/nginx.conf)
-    Nginx,
-    /// Debian's HAProxy, one thread, `http-request return` (peers/haproxy.cfg)
-    Haproxy,
-    /// hyper 1 on a current-thread tokio runtime (peers/hyper)
-    Hyper,
-    /// actix-web 4, one worker (peers/actix)
-    Actix,
-    /// may_minihttp, one may worker (peers/may-minihttp)
-    MayMinihttp,
-}
-
-impl Peer {
-    pub const ALL: [Peer; 7] = [
-        Peer::Floor,
-        Peer::UringFloor,
-        Peer::Nginx,
-        Peer::Haproxy,
-        Peer::Hyper,
-        Peer::Actix,
-        Peer::MayMinihttp,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Peer::Floor => "floor",
-            Peer::UringFloor => "uring-floor",
-            Peer::Nginx => "nginx",
-            Peer::Haproxy => "haproxy",
-            Peer::Hyper => "hyper",
-            Peer::Actix => "actix",
-            Peer::MayMinihttp => "may-minihttp",
-        }
-    }
-}
-
-#[derive(clap::Args, Debug)]
-pub struct PeersArgs {
-    /// Which peers (the floors answer every request with an empty 200, so they are left out
-    /// of any --routes but GET:/)
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "floor,uring-floor,nginx,haproxy,hyper,actix,may-minihttp"
-    )]
-    pub only: Vec<Peer>,
-    #[command(flatten)]
-    pub measure: MeasureArgs,
-    /// First server port (server i listens on PORT+i)
-    #[arg(long, default_value_t = 3100)]
-    pub port: u16,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum EngineChoice {
-    /// Docker when an engine answers, else native (and say so)
-    Auto,
-    Docker,
-    Native,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DriverChoice {
-    /// rxload (io_uring, in this process): the saturating driver
-    Rxload,
-    /// Real wrk (Debian's), parsed: the cross-check (whole-second slices, no warm-up)
-    Wrk,
-    /// rxload's goose engine: the realism cross-check (whole-second slices, no warm-up)
-    Goose,
-    /// oha (cargo install oha --locked), its JSON parsed: the-benchmarker's generator of
-    /// 2025-02 to 2026-08, for every load model (whole-second slices, no warm-up)
-    Oha,
-}
-
-impl DriverChoice {
-    pub fn name(self) -> &'static str {
-        match self {
-            DriverChoice::Rxload => "rxload",
-            DriverChoice::Wrk => "wrk",
-            DriverChoice::Goose => "goose",
-            DriverChoice::Oha => "oha",
-        }
-    }
-
-    /// Whether it can drive `model`. wrk and goose drive keep-alive only: sent
-    /// `Connection: close`, they reconnect only where the server closes, so a server that
-    /// ignores the header would be measured kept alive.
-    pub fn supports(self, model: crate::model::LoadModel) -> bool {
-        match self {
-            DriverChoice::Rxload | DriverChoice::Oha => true,
-            DriverChoice::Wrk | DriverChoice::Goose => model == crate::model::LoadModel::KeepAlive,
-        }
-    }
-}
-
-/// Which servers get one extra slice under `strace -c -f` after the rounds (their syscall
-/// profile; never part of the figures: strace slows a server down).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum StraceSlices {
-    Off,
-    /// Foreign servers (`--server`), which have no counters of their own
-    Foreign,
-    /// Every server (this project's too: a cross-check of its counters)
-    All,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Network {
-    /// The servers share the host's network, each on its own port (no NAT in the path, as
-    /// the seed PR measured); the driver aims at --target-host
-    Host,
-    /// Every server in a container of its own on a Docker network the runner creates for the
-    /// run (and removes after), all on port --port; the driver aims at each container's address
-    Bridge,
-}
-
-impl Network {
-    pub fn name(self) -> &'static str {
-        match self {
-            Network::Host => "host",
-            Network::Bridge => "bridge",
-        }
-    }
-}
-
 /// The connection levels of a run (the seed PR's table).
 pub const DEFAULT_CONNS: [u32; 3] = [64, 256, 512];
 /// The one level of the per-request and open-loop models unless --conns or their own option
@@ -273,7 +144,8 @@ pub struct MeasureArgs {
     pub instances: Option<u32>,
     /// Keep adding rounds after the planned ones until the A/A control's half-width on CPU per
     /// request is at most PCT percent in every cell, or --max-duration would run out (the
-    /// table then names the cells that fell short) [default: 2 in a full run; off with
+    /// table then names the cells that fell short); an added round drives only the (load
+    /// model, level, route) blocks still wider, under every profile [default: 2 in a full run; off with
     /// --quick or an explicit --rounds unless given]
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub target_resolution: Option<f64>,

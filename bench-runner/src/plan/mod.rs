@@ -283,6 +283,20 @@ impl Plan {
         order
     }
 
+    /// Round `round`'s order with only the cells of `blocks` (all, when `None`): an added
+    /// round for the target resolution ([`crate::target`]). The same seed gives the same
+    /// order as [`Plan::round_order`], less the blocks left out.
+    pub fn round_order_of(&self, round: u32, blocks: &crate::target::Blocks) -> Vec<Cell> {
+        let mut order = self.round_order(round);
+        if let Some(blocks) = blocks {
+            order.retain(|c| {
+                let route = self.routes[c.route].to_string();
+                blocks.iter().any(|b| b.holds(c.load, c.conns, &route))
+            });
+        }
+        order
+    }
+
     /// The measuring time: every slice's warm-up, window and overhead (server start-up and
     /// builds come on top).
     pub fn eta(&self) -> Duration {
@@ -367,7 +381,7 @@ impl Plan {
             s += &match self.control_cells() {
                 0 => "no A/A control in this plan: --target-resolution has nothing to judge by; the planned rounds only\n".to_string(),
                 _ => format!(
-                    "then rounds until the A/A control resolves ±{:.1} % on CPU per request in every cell, within {} min of measuring\n",
+                    "then rounds of the blocks still wider until the A/A control resolves ±{:.1} % on CPU per request in every cell, within {} min of measuring\n",
                     t.half_width * 100.0,
                     (t.budget_s / 60.0).round()
                 ),

@@ -17,8 +17,9 @@ figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; }
 ";
 
 /// chart.svg's caption.
-pub const CHART_CAPTION: &str = "req/s per profile (whiskers: 95 % interval of each median), \
-and the paired comparisons with their 95 % intervals (blue: the interval excludes no change)";
+pub const CHART_CAPTION: &str = "the paired comparisons first (ratio and 95 % interval over \
+the grey band the A/A control could resolve; dark: a result, the interval excludes 1), then CPU µs \
+per request and req/s per profile (whiskers: 95 % interval of each median)";
 
 /// A chart's caption, naming its load model.
 pub fn chart_caption(load: crate::model::LoadModel) -> String {

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::chart::{colour, ChartError, BAR_ORDER};
+use super::chart::ChartError;
+use super::palette::{colour, BAR_ORDER};
 use crate::model::{Offered, Profile, Raw};
 use crate::summary::Summary;
 
@@ -99,10 +100,8 @@ pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result<(), ChartError> {
             .light_line_style(RGBColor(240, 240, 240))
             .label_style(("sans-serif", 11))
             .draw()?;
-        let mut foreign = 0;
         for subject in s.subjects_of(profile, &BAR_ORDER) {
-            let col = colour(&subject, foreign);
-            foreign += usize::from(subject.own().is_none());
+            let col = colour(&subject);
             let pts = points(profile, n, &subject);
             if pts.is_empty() {
                 continue;

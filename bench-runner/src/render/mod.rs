@@ -9,6 +9,7 @@ mod evidence;
 mod html;
 mod latency;
 mod open;
+mod palette;
 mod resolution;
 mod table;
 

@@ -1,5 +1,6 @@
 //! The summary on synthetic runs whose truth is known.
 use super::*;
+use crate::model::Profile;
 use wire::{Backend, IoUringState};
 
 use crate::model::{

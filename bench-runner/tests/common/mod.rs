@@ -129,3 +129,12 @@ pub fn assert_run_lost_its_engine(
     assert_re_renders_incomplete(&dir);
     dir
 }
+
+/// Whether a connection-per-request run may aim at loopback here: the runner refuses while
+/// netfilter tracks loopback (Docker loads the tracker; `.ci/run` exempts loopback). Skips
+/// visibly otherwise, as [`available_or_skip`] does.
+pub fn loopback_untracked_or_skip(test: &str) -> bool {
+    let tracked = driver::conntrack::check_loopback().err();
+    let why = tracked.map(|e| e.to_string()).unwrap_or_default();
+    available_or_skip(why.is_empty(), test, &why)
+}

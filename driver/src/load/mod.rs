@@ -14,14 +14,12 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use reactor::{BackendChoice, BackendReport, Conn, Event, Interest, Reactor, Recv, SyscallCounts};
-use socket2::{Domain, Socket, Type};
+use reactor::{BackendChoice, BackendReport, Conn, Event, Reactor, Recv, SyscallCounts};
 
 use crate::report::{Closes, Errors};
 use crate::response::{ResponseReader, Step};
@@ -35,29 +33,10 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// wake-up per batch instead of one per response, and no stall with one or two connections.
 const BATCH_DIVISOR: usize = 2;
 
-/// Open loop (`--rate`): every connection's requests are due on a fixed schedule, whatever
-/// the server did with the previous ones; a late answer makes the next request late, and its
-/// latency counts from when it was due (coordinated omission corrected, as wrk2 does).
-#[derive(Clone, Copy, Debug)]
-pub struct OpenLoop {
-    /// The run's start: every due time counts from here.
-    pub origin: Instant,
-    /// Between two requests of one connection.
-    pub interval: Duration,
-    /// This thread's place among the threads (t / threads): the first due times of all
-    /// connections of all threads spread evenly over one interval.
-    pub phase: f64,
-    /// A request staler than this when its connection is free is shed, not sent.
-    pub deadline: Option<Duration>,
-}
-
-impl OpenLoop {
-    /// When the `k`-th request of connection `slot` (of this thread's `n`) is due.
-    pub fn due(&self, slot: usize, n: usize, k: u64) -> Instant {
-        let offset = (slot as f64 + self.phase) / n.max(1) as f64;
-        self.origin + self.interval.mul_f64(k as f64 + offset)
-    }
-}
+mod connect;
+mod schedule;
+use connect::socket_error;
+pub use schedule::OpenLoop;
 
 /// What one load thread does.
 #[derive(Clone)]
@@ -288,90 +267,6 @@ impl Load {
         old
     }
 
-    fn connect(&mut self, i: usize, now: Instant) {
-        if self.plan.connection == ConnMode::PerRequest && self.budget_spent() {
-            return; // no request left for a fresh connection to carry
-        }
-        let slot = &mut self.slots[i];
-        slot.retry_at = None;
-        let socket = match start_connect(self.plan.addr) {
-            Ok(s) => s,
-            Err(_) => {
-                self.out.errors.connect += 1;
-                slot.retry_at = Some(now + RECONNECT_DELAY);
-                return;
-            }
-        };
-        let conn = match self.reactor.register(socket) {
-            Ok(c) => c,
-            Err(_) => {
-                self.out.errors.connect += 1;
-                slot.retry_at = Some(now + RECONNECT_DELAY);
-                return;
-            }
-        };
-        slot.conn = Some(conn);
-        slot.connecting = true;
-        slot.connect_at = Some(now);
-        slot.reader = ResponseReader::default();
-        self.set_sent(i, None);
-        let slot = &mut self.slots[i];
-        slot.send_when_free = false;
-        if self.by_conn.len() <= conn.index() {
-            self.by_conn.resize(conn.index() + 1, usize::MAX);
-        }
-        self.by_conn[conn.index()] = i;
-        let _ = self.reactor.wait_ready(conn, Interest::WRITABLE);
-        if self.recording {
-            self.out.closes.opened += u64::from(self.plan.connection == ConnMode::PerRequest);
-        }
-    }
-
-    fn budget_spent(&self) -> bool {
-        self.plan.max_requests.is_some_and(|max| self.sent >= max)
-    }
-
-    /// Per-request mode, after a complete response: the client closes (whatever the server
-    /// said) and the slot's next request goes on a fresh connection. `server_closes`: the
-    /// response announced the close or ended with it.
-    fn next_connection(&mut self, i: usize, now: Instant, server_closes: bool) {
-        if self.recording {
-            if server_closes {
-                self.out.closes.server += 1;
-            } else {
-                self.out.closes.client += 1;
-            }
-        }
-        if let Some(conn) = self.slots[i].conn.take() {
-            self.reactor.close(conn);
-        }
-        self.open_when_due(i, now);
-    }
-
-    /// A slot's next connection: at once, but in open loop with a connection per request only
-    /// when its next request is due (the connect is then part of that request's latency,
-    /// counted from the due time like the rest).
-    fn open_when_due(&mut self, i: usize, now: Instant) {
-        let scheduled = self.plan.open.is_some() && self.plan.connection == ConnMode::PerRequest;
-        if !scheduled || self.take_due(i, now) {
-            self.connect(i, now);
-        }
-    }
-
-    /// Drops the connection and opens a new one (after a delay if `delay`).
-    fn reconnect(&mut self, i: usize, now: Instant, delay: bool) {
-        self.set_sent(i, None);
-        if let Some(conn) = self.slots[i].conn.take() {
-            self.reactor.close(conn);
-        }
-        self.out.reconnects += 1;
-        if delay {
-            self.slots[i].retry_at = Some(now + RECONNECT_DELAY);
-        } else {
-            self.connect(i, now);
-        }
-    }
-
     fn check_timeouts_and_retries(&mut self, now: Instant) {
         for i in 0..self.slots.len() {
             let s = &self.slots[i];
@@ -390,64 +285,6 @@ impl Load {
                 self.out.errors.timeout += 1;
                 self.reconnect(i, now, false);
             }
-        }
-    }
-
-    /// Open loop: the idle slots whose next request is due now.
-    fn send_due(&mut self, now: Instant) {
-        while let Some(&Reverse((due, i))) = self.waiting.peek() {
-            if due > now {
-                return;
-            }
-            self.waiting.pop();
-            let s = &self.slots[i];
-            if self.next_due(i) != Some(due) {
-                continue; // a reconnect queued the slot again meanwhile
-            }
-            // Still idle and still waiting for that request; or, a connection per request,
-            // closed and waiting to open the next one.
-            let idle = s.conn.is_some() && !s.connecting && s.sent_at.is_none();
-            let closed = s.conn.is_none() && s.retry_at.is_none();
-            if idle {
-                self.send_next(i, now);
-            } else if closed && self.plan.connection == ConnMode::PerRequest {
-                self.open_when_due(i, now);
-            }
-        }
-    }
-
-    fn next_due(&self, i: usize) -> Option<Instant> {
-        let open = self.plan.open?;
-        Some(open.due(i, self.slots.len(), self.slots[i].seq))
-    }
-
-    /// Open loop: whether slot `i`'s next request is due now, and if so that due time taken
-    /// as the request's (`slot.due`) — shedding those past the deadline, and queueing the slot
-    /// until its next one otherwise. Closed loop: always.
-    fn take_due(&mut self, i: usize, now: Instant) -> bool {
-        let Some(open) = self.plan.open else {
-            return true;
-        };
-        let n = self.slots.len();
-        loop {
-            let slot = &mut self.slots[i];
-            let due = open.due(i, n, slot.seq);
-            if due > now {
-                self.waiting.push(Reverse((due, i)));
-                return false;
-            }
-            slot.seq += 1;
-            if open.deadline.is_some_and(|d| now.duration_since(due) > d) {
-                self.out.errors.deadline += u64::from(self.recording);
-                continue;
-            }
-            slot.due = Some(due);
-            if self.recording {
-                let free = slot.free_at.map_or(due, |f| f.max(due));
-                let lag = now.saturating_duration_since(free).as_micros().max(1) as u64;
-                let _ = self.out.send_lag.record(lag.min(3_600_000_000));
-            }
-            return true;
         }
     }
 
@@ -617,37 +454,4 @@ impl Load {
             let _ = self.out.uncorrected.record(us(t));
         }
     }
-}
-
-fn start_connect(addr: SocketAddr) -> std::io::Result<OwnedFd> {
-    // Non-blocking from socket(2) on: a set afterwards is two fcntl calls per connection,
-    // which a connection per request pays on every request.
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking(), None)?;
-    socket.set_tcp_nodelay(true)?;
-    match socket.connect(&addr.into()) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-        Err(e) => return Err(e),
-    }
-    Ok(socket.into())
-}
-
-/// The pending error of a non-blocking connect (0 when it succeeded).
-fn socket_error(fd: i32) -> i32 {
-    let mut err: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes one c_int into `err`, whose size is passed in `len`.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ERROR,
-            (&mut err as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return libc::EBADF;
-    }
-    err
 }
