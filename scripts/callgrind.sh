@@ -4,19 +4,22 @@
 # are zeroed after a warm-up and dumped after the measured load, so the dump covers exactly
 # the driver's requests (the server is idle between the two). Kernel work is not counted —
 # that is the point: servers that make the same syscalls differ only here.
-# usage: scripts/callgrind.sh [-c CONNS] [-d SECONDS] SERVER...
-#   SERVER: io_uring | io_uring-single | rx | legacy | floor | nginx | hyper | actix | may-minihttp
+# usage: scripts/callgrind.sh [-c CONNS] [-d SECONDS] [-k] SERVER...
+#   SERVER: io_uring | io_uring-single | rx | legacy | floor | uring-floor | nginx | hyper |
+#           actix | may-minihttp
+#   -k: a connection per request (rxload --disable-keepalive; loopback must be exempt from
+#       connection tracking, as rxload checks), instead of keep-alive
 # Totals only: a dump asked for after a zeroing keeps the right total but puts it all under
 # `clone`. Where it goes by function needs a line-table build of the server
 # (CARGO_PROFILE_RELEASE_DEBUG=line-tables-only) and callgrind_annotate of the dump it writes
 # at exit (SIGTERM; epoll only: under valgrind io_uring_enter does not return for it).
 set -euo pipefail
-conns=64; secs=5
-while getopts c:d: o; do
-  case $o in c) conns=$OPTARG ;; d) secs=$OPTARG ;; *) exit 2 ;; esac
+conns=64; secs=5; mode=()
+while getopts c:d:k o; do
+  case $o in c) conns=$OPTARG ;; d) secs=$OPTARG ;; k) mode=(--disable-keepalive) ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n 's/^# \{0,1\}//;2,12p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n 's/^# \{0,1\}//;2,16p' "$0" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 root=$PWD
 cargo build --release -q -p server -p driver --bin server --bin rxload
@@ -37,7 +40,7 @@ for server in "$@"; do
     io_uring-single) vars+=(APP_BACKEND=io_uring APP_RECV_MULTISHOT=0) ;;
     rx) vars+=(APP_BACKEND=epoll APP_EPOLL_MODE=rx) ;;
     legacy) vars+=(APP_BACKEND=epoll APP_EPOLL_MODE=legacy) ;;
-    floor) prog=("$root/target/peers/release/floor") ;;
+    floor | uring-floor) prog=("$root/target/peers/release/$server") ;;
     hyper | actix | may-minihttp) prog=("$root/target/peers/release/peer-$server") ;;
     nginx)
       mkdir -p "$tmp/nginx"
@@ -55,9 +58,9 @@ for server in "$@"; do
     sleep 0.1
   done
   [ -n "$up" ] || { echo "$server did not start:" >&2; tail -5 "$tmp/$server.log" >&2; exit 1; }
-  taskset -c 1 target/release/rxload -t1 -c"$conns" -d1s "http://127.0.0.1:$port/" >/dev/null
+  taskset -c 1 target/release/rxload -t1 -c"$conns" -d1s "${mode[@]}" "http://127.0.0.1:$port/" >/dev/null
   callgrind_control -z "$pid" >/dev/null
-  taskset -c 1 target/release/rxload -t1 -c"$conns" -d"${secs}s" --json \
+  taskset -c 1 target/release/rxload -t1 -c"$conns" -d"${secs}s" "${mode[@]}" --json \
     "http://127.0.0.1:$port/" >"$tmp/$server.json"
   callgrind_control -d "$pid" >/dev/null
   # Under valgrind a thread blocked in io_uring_enter may never see SIGTERM: KILL after 3 s

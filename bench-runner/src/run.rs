@@ -471,7 +471,8 @@ fn describe_slice(s: &Slice, cpus: usize, instances: u32) -> String {
 
 fn progress(n: u64) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
+        // Hidden, but with a length: the lines printed instead say how far the run is.
+        return ProgressBar::with_draw_target(Some(n), indicatif::ProgressDrawTarget::hidden());
     }
     let bar = ProgressBar::new(n);
     bar.set_style(

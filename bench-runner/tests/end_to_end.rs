@@ -1395,9 +1395,13 @@ fn a_foreign_server_is_measured_beside_ours_and_one_that_cannot_start_is_a_resul
         // epoll/rx: one recvfrom and one sendto per keep-alive request, few epoll_waits.
         assert!((0.9..1.3).contains(&calls("recvfrom")), "{strace}");
         assert!((0.9..1.3).contains(&calls("sendto")), "{strace}");
-        // One ADD per connection, none per request.
-        let ctl = calls("epoll_ctl") * requests;
-        assert!((64.0..=80.0).contains(&ctl), "{strace}");
+        // One ADD per connection accepted in the slice (under strace, on a busy machine,
+        // not every one of the 64 may be), none per request.
+        let (ctl, accepted) = (calls("epoll_ctl") * requests, calls("accept4") * requests);
+        assert!(
+            accepted <= 80.0 && (accepted - 1.0..=accepted + 16.0).contains(&ctl),
+            "{strace}"
+        );
     } else {
         assert!(
             std::process::Command::new("strace")

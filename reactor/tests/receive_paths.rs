@@ -2,8 +2,8 @@
 
 mod common;
 
-use std::io::Read;
-use std::time::Duration;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
 
 use common::*;
 use reactor::fdtable::{self, Registration};
@@ -317,7 +317,7 @@ fn sends_larger_than_the_socket_buffer_complete_in_order() {
 }
 
 #[test]
-fn rx_sends_that_fill_the_socket_cost_no_epoll_ctl() {
+fn rx_sends_that_fill_the_socket_cost_one_epoll_ctl_in_the_connections_life() {
     let mut r = Reactor::new(&epoll(EpollMode::Rx)).unwrap();
     let (conn, client) = pair(&mut r);
     r.arm_recv(conn, Vec::with_capacity(64)).unwrap(); // the one registration
@@ -350,9 +350,39 @@ fn rx_sends_that_fill_the_socket_cost_no_epoll_ctl() {
     );
     assert_eq!(
         d.epoll_ctl(),
-        0,
-        "writability is tracked by edges, not by MODs: {d:?}"
+        1,
+        "one MOD adds OUT at the first full socket; after it writability is tracked by edges: {d:?}"
     );
+}
+
+#[test]
+fn rx_a_fresh_connection_wakes_the_loop_for_its_bytes_only() {
+    // A fresh socket is writable at once: registered for OUT from the start, it would report
+    // that edge to the first wait, which no one waits for.
+    let mut r = Reactor::new(&epoll(EpollMode::Rx)).unwrap();
+    let (conn, mut client) = pair(&mut r);
+    let before = r.counts();
+    r.arm_recv(conn, Vec::with_capacity(64)).unwrap();
+    let mut events = Vec::new();
+    let t = Instant::now();
+    r.poll(&mut events, Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(
+        events.is_empty() && t.elapsed() >= Duration::from_millis(250),
+        "the wait returned after {:?} with {events:?}: something woke it",
+        t.elapsed()
+    );
+    client.write_all(b"ping").unwrap();
+    let ev = poll_until(&mut r, "the bytes", |ev| {
+        ev.iter().any(|e| matches!(e, Event::Received { .. }))
+    });
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::Received { buf, .. } if buf == b"ping")),
+        "{ev:?}"
+    );
+    let d = r.counts().since(&before);
+    assert_eq!(d.epoll_ctl(), 1, "one ADD: {d:?}");
 }
 
 #[test]

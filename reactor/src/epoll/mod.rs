@@ -1,8 +1,10 @@
 //! The epoll backend: one poller, two registration paths.
 //!
-//! - RX path (`EpollMode::Rx`): a connection is added once,
-//!   `EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`, and never modified: a send that fills the socket
-//!   waits for the OUT edge. Readiness sets `readable`; an armed buffer is filled straight
+//! - RX path (`EpollMode::Rx`): a connection is added once, `EPOLLIN|EPOLLRDHUP|EPOLLET`;
+//!   the first send that fills its socket adds `EPOLLOUT` with one MOD, and from then on
+//!   every such send waits for the OUT edge — no `epoll_ctl` per request either way (a fresh
+//!   socket registered for OUT would report its writability to the first wait, for
+//!   nothing). Readiness sets `readable`; an armed buffer is filled straight
 //!   away. A short read means the socket is drained (unless the peer hung up), so no EAGAIN
 //!   recv follows. A full buffer, or an edge while nothing is armed, leaves `readable` set:
 //!   the next arm queues the connection and it is received before the next wait, so no byte
@@ -378,10 +380,15 @@ impl Epoll {
         let hint = fdtable::registration(fd, c.fd_gen);
         let t = token(KIND_CONN, conn.slot, conn.generation);
         let result = if c.on_rx_path(mode) {
-            // Readable and writable, edge-triggered, once: a send that fills the socket waits
-            // for the OUT edge its EAGAIN arms (as HAProxy's poller does), with no MOD to add
-            // OUT and none to drop it.
-            let mask = IN | OUT | RDHUP | ET;
+            // Readable, edge-triggered, once; writable as well from the first send that
+            // fills the socket (or wait for writability), which then waits for the OUT edge
+            // its EAGAIN arms, as HAProxy's poller does. OUT is not there from the start: a
+            // fresh socket is writable at once, so its registration would report an edge
+            // no one waits for and wake the loop for nothing — once a connection, a wake a
+            // request when each connection carries one. Once added, OUT stays: at most one
+            // MOD in a connection's life, none per request.
+            let writable = c.registered & OUT != 0 || c.want.writable || c.send.is_some();
+            let mask = IN | RDHUP | ET | if writable { OUT } else { 0 };
             if hint == Registration::Rx && c.registered == mask {
                 // Registered once for this connection: nothing to do. Bytes that an earlier
                 // edge announced are received before the next wait.
