@@ -11,6 +11,7 @@ mod config;
 mod framing_reference;
 mod healthcheck;
 mod http;
+mod pool;
 mod worker;
 
 use std::net::SocketAddr;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use reactor::{Conn, Event, Reactor, Recv, SyscallCounts};
 
 use crate::http::{self, After, Limits};
+use crate::pool::Pool;
 
 /// Stop reading from a client that sends requests faster than it reads responses.
 const MAX_PENDING_OUT: usize = 1 << 20;
@@ -116,6 +117,9 @@ pub struct Worker {
     accept_starved_since: Option<Instant>,
     sessions: Vec<Option<Session>>,
     live: usize,
+    /// Receive buffers, and send buffers, of closed connections, for the next ones.
+    recv_buffers: Pool,
+    send_buffers: Pool,
     date: DateCache,
     stats: Stats,
 }
@@ -129,6 +133,8 @@ impl Worker {
             accept_starved_since: None,
             sessions: Vec::new(),
             live: 0,
+            recv_buffers: Pool::default(),
+            send_buffers: Pool::default(),
             date: DateCache {
                 second: u64::MAX,
                 stamp: http::Stamp::new(String::new()),
@@ -305,7 +311,7 @@ impl Worker {
             conn,
             http: http::Connection::default(),
             input: None,
-            out: Vec::new(),
+            out: self.send_buffers.take(0),
             spare: Vec::new(),
             sending_since: None,
             phase: Phase::Open,
@@ -315,7 +321,8 @@ impl Worker {
         });
         self.live += 1;
         self.stats.connections += 1;
-        self.arm(conn, Vec::with_capacity(self.settings.recv_buffer));
+        let input = self.recv_buffers.take(self.settings.recv_buffer);
+        self.arm(conn, input);
     }
 
     fn on_data(&mut self, conn: Conn, now: Instant) {
@@ -398,10 +405,16 @@ impl Worker {
 
     fn close(&mut self, conn: Conn) {
         if let Some(slot) = self.sessions.get_mut(conn.index()) {
-            if slot.as_ref().is_some_and(|s| s.conn == conn) {
-                *slot = None;
+            if let Some(s) = slot.take_if(|s| s.conn == conn) {
                 self.live -= 1;
                 self.reactor.close(conn);
+                // A receive still armed is the reactor's, dropped with the connection; what
+                // the session holds serves the next one.
+                if let Some(input) = s.input {
+                    self.recv_buffers.give(input);
+                }
+                self.send_buffers.give(s.out);
+                self.send_buffers.give(s.spare);
             }
         }
     }
