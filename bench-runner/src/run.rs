@@ -356,7 +356,6 @@ impl Rounds<'_> {
                 ) {
                     Next::Round(open) => {
                         blocks = open;
-                        bar.inc_length(plan.round_order_of(round, &blocks).len() as u64);
                         raw.settings.rounds = round;
                     }
                     Next::Reached => {
@@ -380,6 +379,9 @@ impl Rounds<'_> {
             let mut failed = 0;
             let order = plan.round_order_of(round, &blocks);
             let slices_in_round = order.len();
+            if round > plan.rounds {
+                bar.inc_length(slices_in_round as u64);
+            }
             for (position, cell) in order.into_iter().enumerate() {
                 if self.setup.abort.load(Ordering::Relaxed) {
                     return Ok(());

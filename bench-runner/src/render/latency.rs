@@ -9,7 +9,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::chart::ChartError;
-use super::palette::{colour, BAR_ORDER};
+use super::palette::{colour, legend, BAR_ORDER};
 use crate::model::{Offered, Profile, Raw};
 use crate::summary::Summary;
 
@@ -124,13 +124,7 @@ pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result<(), ChartError> {
                 col.mix(0.6).stroke_width(1),
             ))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 11))
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, 11)?;
     }
     root.present()?;
     Ok(())

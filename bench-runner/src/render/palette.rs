@@ -1,9 +1,15 @@
-//! Each server's colour, the same in every run and chart: this project's configurations in
+//! What every figure shares: each server's colour, the same in every run and chart, and the
+//! legend's look. The colours: this project's configurations in
 //! the blue/green (fast paths) and red (the old re-arm) families, the peers by name in muted
 //! hues, and any other `--server` by a hash of its name, so a figure from one run reads like
 //! another's.
 
-use plotters::style::RGBColor;
+use plotters::chart::{ChartContext, SeriesLabelPosition};
+use plotters::coord::CoordTranslate;
+use plotters::prelude::{SVGBackend, BLACK, WHITE};
+use plotters::style::{Color, RGBColor};
+
+use super::chart::ChartError;
 
 use crate::model::{ServerConfig, Subject};
 
@@ -55,6 +61,21 @@ pub(super) fn colour(c: &Subject) -> RGBColor {
             }
         },
     }
+}
+
+/// Every figure's legend: a pale box with a thin border, at `at`, in `size`-point type.
+pub(super) fn legend<'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    at: SeriesLabelPosition,
+    size: u32,
+) -> Result<(), ChartError> {
+    chart
+        .configure_series_labels()
+        .position(at)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", size))
+        .draw()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use super::{Area, ChartError};
 use crate::model::{LoadModel, Profile, Raw, Subject};
-use crate::render::palette::{colour, BAR_ORDER};
+use crate::render::palette::{colour, legend, BAR_ORDER};
 use crate::stats::order_statistic_median;
 use crate::summary::{slice_value, Metric, Summary};
 
@@ -160,13 +160,7 @@ pub(super) fn draw(
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
             chart.draw_series(whiskers)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 10))
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, 10)?;
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ use plotters::prelude::*;
 
 use super::{Area, ChartError};
 use crate::model::LoadModel;
+use crate::render::palette::legend;
 use crate::summary::{Comparison, Metric, Summary};
 
 const RESOLVED: RGBColor = RGBColor(20, 60, 140);
@@ -173,13 +174,7 @@ pub(super) fn draw(
                 .label(label)
                 .legend(move |(x, y)| Circle::new((x + 6, y), 4, col.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 11))
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, 11)?;
     }
     Ok(())
 }
