@@ -4,22 +4,27 @@
 # are zeroed after a warm-up and dumped after the measured load, so the dump covers exactly
 # the driver's requests (the server is idle between the two). Kernel work is not counted —
 # that is the point: servers that make the same syscalls differ only here.
-# usage: scripts/callgrind.sh [-c CONNS] [-d SECONDS] [-k] SERVER...
+# usage: scripts/callgrind.sh [-c CONNS] [-d SECONDS] [-k] [-b SERVER_BIN] SERVER...
 #   SERVER: io_uring | io_uring-single | rx | legacy | floor | uring-floor | nginx | hyper |
 #           actix | may-minihttp
 #   -k: a connection per request (rxload --disable-keepalive; loopback must be exempt from
 #       connection tracking, as rxload checks), instead of keep-alive
-# Totals only: a dump asked for after a zeroing keeps the right total but puts it all under
-# `clone`. Where it goes by function needs a line-table build of the server
-# (CARGO_PROFILE_RELEASE_DEBUG=line-tables-only) and callgrind_annotate of the dump it writes
-# at exit (SIGTERM; epoll only: under valgrind io_uring_enter does not return for it).
+#   -b: the `server` binary to measure for io_uring, rx and legacy (default: this checkout's
+#       release build) — another commit's build, for a before/after
+# Totals only. By function: a line-table build of the server
+# (CARGO_PROFILE_RELEASE_DEBUG=line-tables-only), valgrind with `--compress-strings=no`, the
+# same zero and dump, then scripts/callgrind-self.py DUMP REQUESTS (callgrind_annotate files a
+# mid-run dump all under `clone`).
 set -euo pipefail
-conns=64; secs=5; mode=()
-while getopts c:d:k o; do
-  case $o in c) conns=$OPTARG ;; d) secs=$OPTARG ;; k) mode=(--disable-keepalive) ;; *) exit 2 ;; esac
+conns=64; secs=5; mode=(); server_bin=""
+while getopts c:d:kb: o; do
+  case $o in
+    c) conns=$OPTARG ;; d) secs=$OPTARG ;; k) mode=(--disable-keepalive) ;;
+    b) server_bin=$(realpath "$OPTARG") ;; *) exit 2 ;;
+  esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n 's/^# \{0,1\}//;2,16p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n 's/^# \{0,1\}//;2,17p' "$0" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 root=$PWD
 cargo build --release -q -p server -p driver --bin server --bin rxload
@@ -34,7 +39,7 @@ for server in "$@"; do
   # The variables go to valgrind's environment: the program it runs must be the server itself
   # (an `env` or a script in between would be what gets measured).
   vars=(APP_PORT=$port APP_WORKERS=1 PORT=$port)
-  prog=("$root/target/release/server")
+  prog=("${server_bin:-$root/target/release/server}")
   case $server in
     io_uring) vars+=(APP_BACKEND=io_uring) ;;
     io_uring-single) vars+=(APP_BACKEND=io_uring APP_RECV_MULTISHOT=0) ;;

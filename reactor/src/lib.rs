@@ -32,6 +32,7 @@
 
 pub mod affinity;
 mod epoll;
+mod op;
 mod slab;
 mod sys;
 mod types;

@@ -1,6 +1,7 @@
 //! The reactor's public vocabulary: its configuration, what setup found, the handles it
 //! gives out, the events it reports and why it refuses a call. `lib.rs` holds the facade that
-//! dispatches to a backend; the backends (`epoll/`, `uring/`) speak these types.
+//! dispatches to a backend; the backends (`epoll/`, `uring/`) speak these types, and share
+//! the state of a connection's operations (`op.rs`).
 
 use std::fmt;
 use std::time::Duration;
@@ -196,35 +197,6 @@ pub enum Event {
     },
     /// A [`Waker`] was woken since the last poll.
     Woken,
-}
-
-/// The operations a connection runs one at a time.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Op {
-    Recv,
-    Send,
-}
-
-/// A backend's per-connection record, as far as the refusals go.
-pub(crate) trait InFlight {
-    fn recv_armed(&self) -> bool;
-    fn send_in_flight(&self) -> bool;
-}
-
-/// The connection, if it can start `op` now — open, and that operation not already under way
-/// — else the refusal, with the buffer back: the one place both backends refuse.
-pub(crate) fn admit<C: InFlight>(
-    conn: Option<&mut C>,
-    op: Op,
-    buf: Vec<u8>,
-) -> Result<(&mut C, Vec<u8>), Refused> {
-    let reason = match (conn, op) {
-        (None, _) => RefuseReason::Stale,
-        (Some(c), Op::Recv) if c.recv_armed() => RefuseReason::RecvArmed,
-        (Some(c), Op::Send) if c.send_in_flight() => RefuseReason::SendInFlight,
-        (Some(c), _) => return Ok((c, buf)),
-    };
-    Err(Refused { reason, buf })
 }
 
 /// Why an arm or send was refused. The buffer comes back.

@@ -21,9 +21,9 @@ pub mod fdtable;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
+use crate::op::{admit, InFlight, Op, Sending};
 use crate::slab::Slab;
 use crate::sys::{Errno, Sys};
-use crate::types::{admit, InFlight, Op};
 use crate::{
     timeout_ms, Config, Conn, EpollMode, Event, Interest, ListenerId, Recv, RefuseReason, Refused,
 };
@@ -50,8 +50,9 @@ struct EConn {
     fd: OwnedFd,
     /// fd-table generation of this connection.
     fd_gen: u32,
+    /// The armed buffer: filled by the next read the socket allows.
     recv: Option<Vec<u8>>,
-    send: Option<(Vec<u8>, usize)>,
+    send: Option<Sending>,
     /// Outstanding `wait_ready` interest.
     want: Interest,
     flags: Flags,
@@ -87,7 +88,7 @@ impl Flags {
     }
 }
 
-impl InFlight for EConn {
+impl InFlight for &mut EConn {
     fn recv_armed(&self) -> bool {
         self.recv.is_some()
     }
@@ -214,7 +215,7 @@ impl Epoll {
 
     pub fn send(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
         let (c, buf) = admit(self.conns.get_mut(conn), Op::Send, buf)?;
-        c.send = Some((buf, 0));
+        c.send = Some(Sending::new(buf));
         if !self.flush_send(conn) {
             self.update_registration(conn);
         }
@@ -363,9 +364,10 @@ impl Epoll {
         if writable && c.send.is_some() {
             self.flush_send(conn);
         }
-        let c = self.conns.get_mut(conn).expect("still open");
-        if c.recv.is_some() && c.flags.has(Flags::READABLE) {
-            self.do_recv(conn);
+        if let Some(c) = self.conns.get(conn) {
+            if c.recv.is_some() && c.flags.has(Flags::READABLE) {
+                self.do_recv(conn);
+            }
         }
         self.update_registration(conn);
     }
@@ -446,10 +448,10 @@ impl Epoll {
                 result: Recv::Error(errno),
             });
         }
-        if let Some((buf, _)) = c.send.take() {
+        if let Some(send) = c.send.take() {
             self.pending.push(Event::Sent {
                 conn,
-                buf,
+                buf: send.into_buf(),
                 result: Err(errno),
             });
         }
@@ -464,10 +466,12 @@ impl Epoll {
         let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
-        let buf = c.recv.as_mut().expect("armed");
+        let Some(mut buf) = c.recv.take() else {
+            return;
+        };
         let room = buf.capacity() - buf.len();
         let result = loop {
-            match self.sys.recv(c.fd.as_raw_fd(), buf) {
+            match self.sys.recv(c.fd.as_raw_fd(), &mut buf) {
                 Ok(0) => {
                     c.flags.set(Flags::HUP, true);
                     break Recv::Eof;
@@ -482,6 +486,7 @@ impl Epoll {
                 Err(Errno(libc::EINTR)) => continue,
                 Err(Errno(libc::EAGAIN)) => {
                     c.flags.set(Flags::READABLE, false);
+                    c.recv = Some(buf); // still armed, for the next edge
                     return;
                 }
                 Err(e) => {
@@ -490,7 +495,6 @@ impl Epoll {
                 }
             }
         };
-        let buf = c.recv.take().expect("armed");
         self.pending.push(Event::Received { conn, buf, result });
     }
 
@@ -500,20 +504,30 @@ impl Epoll {
         let Some(c) = self.conns.get_mut(conn) else {
             return true;
         };
-        let (buf, off) = c.send.as_mut().expect("send pending");
+        let Some(mut send) = c.send.take() else {
+            return true;
+        };
         let result = loop {
-            if *off == buf.len() {
+            if send.is_done() {
                 break Ok(());
             }
-            match self.sys.send(c.fd.as_raw_fd(), &buf[*off..]) {
-                Ok(n) => *off += n,
+            match self.sys.send(c.fd.as_raw_fd(), send.rest()) {
+                Ok(n) => {
+                    send.advance(n);
+                }
                 Err(Errno(libc::EINTR)) => continue,
-                Err(Errno(libc::EAGAIN)) => return false,
+                Err(Errno(libc::EAGAIN)) => {
+                    c.send = Some(send); // waits for the OUT edge
+                    return false;
+                }
                 Err(e) => break Err(e),
             }
         };
-        let (buf, _) = c.send.take().expect("send pending");
-        self.pending.push(Event::Sent { conn, buf, result });
+        self.pending.push(Event::Sent {
+            conn,
+            buf: send.into_buf(),
+            result,
+        });
         true
     }
 }

@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use crate::op::{admit, InFlight, Op, Sending};
 use crate::slab::Slab;
 use crate::sys::{Errno, Sys};
-use crate::types::{admit, InFlight, Op};
 use crate::{Config, Conn, Event, Interest, ListenerId, Recv, RefuseReason, Refused};
 use bufring::BufRing;
 use multishot::{MULTISHOT_BUF_SIZE, MULTISHOT_GROUP};
@@ -48,21 +48,54 @@ const SETUPS: [(&str, Setup); 3] = [
     ("plain", |_| {}),
 ];
 
+/// Where the caller's receive buffer is.
+#[derive(Default)]
+enum RecvState {
+    /// No receive armed.
+    #[default]
+    Idle,
+    /// A one-shot receive SQE points into this buffer's spare capacity: the kernel may be
+    /// writing it until the completion is reaped.
+    Submitted(Vec<u8>),
+    /// Multishot: the buffer waits for the connection's next completion (the kernel writes
+    /// into the provided-buffer ring, never into it).
+    Parked(Vec<u8>),
+}
+
+/// The connection's multishot receive. While not `Off` it holds one `in_flight` count.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Multishot {
+    Off,
+    Running,
+    /// Cancelled because the stash is full; its last completion turns it `Off`.
+    Stopping,
+}
+
 struct UConn {
     /// `None` once the close is queued.
     fd: Option<OwnedFd>,
-    recv: Option<Vec<u8>>,
-    send: Option<(Vec<u8>, usize)>,
+    recv: RecvState,
+    send: Option<Sending>,
     want: Interest,
     in_flight: u32,
-    /// A multishot receive is in flight (it holds one `in_flight` count while it lasts).
-    multishot: bool,
+    multishot: Multishot,
     /// Multishot: bytes that arrived while no receive was armed, or that did not fit.
     stash: Vec<u8>,
     /// Multishot: the end of stream or error that followed the stash.
     stash_end: Option<Recv>,
-    /// Multishot: a cancel is queued because the stash is full.
-    stash_full: bool,
+}
+
+impl UConn {
+    /// The buffer parked for the next multishot completion, if one is.
+    fn take_parked(&mut self) -> Option<Vec<u8>> {
+        match std::mem::take(&mut self.recv) {
+            RecvState::Parked(buf) => Some(buf),
+            other => {
+                self.recv = other;
+                None
+            }
+        }
+    }
 }
 
 pub(crate) struct Uring {
@@ -87,12 +120,13 @@ pub(crate) struct Uring {
     pub sys: Sys,
 }
 
-impl InFlight for UConn {
+/// An open connection and its descriptor ([`Uring::open`]).
+impl InFlight for (&mut UConn, RawFd) {
     fn recv_armed(&self) -> bool {
-        self.recv.is_some()
+        !matches!(self.0.recv, RecvState::Idle)
     }
     fn send_in_flight(&self) -> bool {
-        self.send.is_some()
+        self.0.send.is_some()
     }
 }
 
@@ -265,14 +299,13 @@ impl Uring {
     pub fn register(&mut self, fd: OwnedFd) -> Conn {
         self.conns.insert(UConn {
             fd: Some(fd),
-            recv: None,
+            recv: RecvState::Idle,
             send: None,
             want: Interest::default(),
             in_flight: 0,
-            multishot: false,
+            multishot: Multishot::Off,
             stash: Vec::new(),
             stash_end: None,
-            stash_full: false,
         })
     }
 
@@ -287,38 +320,42 @@ impl Uring {
     }
 
     pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
-        let (_, buf) = admit(self.open(conn).map(|(c, _)| c), Op::Recv, buf)?;
         if self.bufring.is_some() {
-            self.arm_recv_multishot(conn, buf);
+            self.arm_recv_multishot(conn, buf)
         } else {
-            self.arm_recv_single(conn, buf);
+            self.arm_recv_single(conn, buf)
         }
-        Ok(())
     }
 
-    /// One receive SQE into the buffer's spare capacity. The connection is open and unarmed.
-    fn arm_recv_single(&mut self, conn: Conn, buf: Vec<u8>) {
+    /// One receive SQE into the buffer's spare capacity.
+    fn arm_recv_single(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
         let ioprio = self.recv_ioprio;
-        let (c, fd) = self.open(conn).expect("checked by arm_recv");
-        let buf = c.recv.insert(buf);
+        let ((c, fd), mut buf) = admit(self.open(conn), Op::Recv, buf)?;
         let spare = buf.spare_capacity_mut();
         let len = spare.len().min(u32::MAX as usize) as u32;
         let sqe = opcode::Recv::new(types::Fd(fd), spare.as_mut_ptr().cast(), len)
             .ioprio(ioprio)
             .build()
             .user_data(conn_data(OP_RECV, conn));
+        // Moving the Vec into the slab entry moves its header, not the heap bytes the SQE
+        // points at.
+        c.recv = RecvState::Submitted(buf);
         c.in_flight += 1;
-        // SAFETY: the receive points into `c.recv`, which the slab entry keeps, untouched,
-        // until this completion is reaped (`on_recv` takes it back then).
+        // SAFETY: the receive points into the buffer of `c.recv`, which the slab entry keeps,
+        // untouched, until this completion is reaped (`on_recv` takes it back then).
         unsafe { self.push(sqe) };
+        Ok(())
     }
 
+    /// Submits what the connection's send has left, if it is open and has one.
     fn submit_send(&mut self, conn: Conn) {
         let Some((c, fd)) = self.open(conn) else {
             return;
         };
-        let (buf, off) = c.send.as_ref().expect("send pending");
-        let rest = &buf[*off..];
+        let Some(send) = &c.send else {
+            return;
+        };
+        let rest = send.rest();
         let len = rest.len().min(u32::MAX as usize) as u32;
         let sqe = opcode::Send::new(types::Fd(fd), rest.as_ptr(), len)
             .flags(libc::MSG_NOSIGNAL)
@@ -331,7 +368,7 @@ impl Uring {
     }
 
     pub fn send(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
-        let (c, buf) = admit(self.open(conn).map(|(c, _)| c), Op::Send, buf)?;
+        let ((c, _), buf) = admit(self.open(conn), Op::Send, buf)?;
         if buf.is_empty() {
             self.pending.push(Event::Sent {
                 conn,
@@ -340,7 +377,7 @@ impl Uring {
             });
             return Ok(());
         }
-        c.send = Some((buf, 0));
+        c.send = Some(Sending::new(buf));
         self.submit_send(conn);
         Ok(())
     }
@@ -384,8 +421,8 @@ impl Uring {
             return;
         };
         let in_flight = [
-            (c.recv.is_some() && !c.multishot, OP_RECV),
-            (c.multishot, OP_RECV_MULTI),
+            (matches!(c.recv, RecvState::Submitted(_)), OP_RECV),
+            (c.multishot != Multishot::Off, OP_RECV_MULTI),
             (c.send.is_some(), OP_SEND),
             (!c.want.is_empty(), OP_POLL),
         ];
@@ -493,24 +530,27 @@ impl Uring {
         let Some(conn) = self.completed(ud) else {
             return;
         };
-        let c = self.conns.get_mut(conn).expect("open");
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        // The receive's completion is the only way out of `Submitted` for an open connection.
+        let RecvState::Submitted(mut buf) = std::mem::take(&mut c.recv) else {
+            return;
+        };
         let result = match res {
             0 => Recv::Eof,
             n if n > 0 => {
-                let buf = c.recv.as_mut().expect("armed");
                 // SAFETY: the kernel wrote exactly `n` bytes into the spare capacity this
                 // receive pointed at (module invariant: the buffer was untouched meanwhile).
                 unsafe { buf.set_len(buf.len() + n as usize) };
                 Recv::Data(n as usize)
             }
             e if -e == libc::EAGAIN || -e == libc::EINTR => {
-                let buf = c.recv.take().expect("armed");
                 let _ = self.arm_recv(conn, buf);
                 return;
             }
             e => Recv::Error(Errno(-e)),
         };
-        let buf = c.recv.take().expect("armed");
         self.pending.push(Event::Received { conn, buf, result });
     }
 
@@ -518,32 +558,37 @@ impl Uring {
         let Some(conn) = self.completed(ud) else {
             return;
         };
-        let c = self.conns.get_mut(conn).expect("open");
-        let (buf, off) = c.send.as_mut().expect("send pending");
-        let result = match res {
-            n if n >= 0 => {
-                *off += n as usize;
-                if *off < buf.len() {
-                    self.submit_send(conn);
-                    return;
-                }
-                Ok(())
-            }
-            e if -e == libc::EAGAIN || -e == libc::EINTR => {
-                self.submit_send(conn);
-                return;
-            }
-            e => Err(Errno(-e)),
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
         };
-        let (buf, _) = c.send.take().expect("send pending");
-        self.pending.push(Event::Sent { conn, buf, result });
+        let Some(mut send) = c.send.take() else {
+            return;
+        };
+        let result = match res {
+            n if n >= 0 => send.advance(n as usize).then_some(Ok(())),
+            e if -e == libc::EAGAIN || -e == libc::EINTR => None,
+            e => Some(Err(Errno(-e))),
+        };
+        let Some(result) = result else {
+            // A short send, or an interrupted one: the rest goes in a new SQE.
+            c.send = Some(send);
+            self.submit_send(conn);
+            return;
+        };
+        self.pending.push(Event::Sent {
+            conn,
+            buf: send.into_buf(),
+            result,
+        });
     }
 
     fn on_poll(&mut self, ud: u64, res: i32) {
         let Some(conn) = self.completed(ud) else {
             return;
         };
-        let c = self.conns.get_mut(conn).expect("open");
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
         // An error result still means "go and look": the caller's next call sees the error.
         let bits = if res < 0 { -1 } else { res };
         let hangup = bits & (libc::POLLHUP | libc::POLLERR) as i32 != 0;

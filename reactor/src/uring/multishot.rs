@@ -5,8 +5,9 @@
 use io_uring::cqueue;
 
 use super::ops::{conn_data, Plain, OP_RECV_MULTI};
-use super::Uring;
-use crate::{Conn, Errno, Event, Recv};
+use super::{Multishot, RecvState, Uring};
+use crate::op::{admit, Op};
+use crate::{Conn, Errno, Event, Recv, Refused};
 
 pub(super) const MULTISHOT_BUF_SIZE: usize = 4096;
 /// A multishot receive is cancelled once this much waits unclaimed in a connection's stash, so
@@ -17,10 +18,9 @@ pub(super) const MULTISHOT_GROUP: u16 = 0;
 
 impl Uring {
     /// Multishot arm: delivers the stash at once if there is one, else parks the buffer for the
-    /// next completion, starting the connection's multishot receive the first time. The
-    /// connection is open and unarmed.
-    pub(super) fn arm_recv_multishot(&mut self, conn: Conn, mut buf: Vec<u8>) {
-        let (c, fd) = self.open(conn).expect("checked by the caller");
+    /// next completion, starting the connection's multishot receive the first time.
+    pub(super) fn arm_recv_multishot(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
+        let ((c, fd), mut buf) = admit(self.open(conn), Op::Recv, buf)?;
         if !c.stash.is_empty() {
             let n = c.stash.len().min(buf.capacity() - buf.len());
             buf.extend_from_slice(&c.stash[..n]);
@@ -30,7 +30,7 @@ impl Uring {
                 buf,
                 result: Recv::Data(n),
             });
-            return;
+            return Ok(());
         }
         if let Some(end) = c.stash_end.take() {
             self.pending.push(Event::Received {
@@ -38,37 +38,37 @@ impl Uring {
                 buf,
                 result: end,
             });
-            return;
+            return Ok(());
         }
-        c.recv = Some(buf);
-        if !c.multishot {
-            c.multishot = true;
+        c.recv = RecvState::Parked(buf);
+        if c.multishot == Multishot::Off {
+            c.multishot = Multishot::Running;
             c.in_flight += 1;
             self.push_plain(Plain::RecvMulti {
                 fd,
                 user_data: conn_data(OP_RECV_MULTI, conn),
             });
         }
+        Ok(())
     }
 
     pub(super) fn on_recv_multi(&mut self, ud: u64, res: i32, flags: u32) {
         let target = self.conn_of(ud);
-        let bufring = self
-            .bufring
-            .as_mut()
-            .expect("multishot receives need the ring");
+        // Only a reactor with the ring submits multishot receives.
+        let Some(bufring) = self.bufring.as_mut() else {
+            return;
+        };
         let bid = cqueue::buffer_select(flags);
-        let Some(conn) = target else {
+        let Some((conn, c)) = target.and_then(|conn| Some((conn, self.conns.get_mut(conn)?)))
+        else {
             if let Some(b) = bid {
                 bufring.recycle(b);
             }
             return;
         };
-        let c = self.conns.get_mut(conn).expect("live slot");
         let more = cqueue::more(flags);
         if !more {
-            c.multishot = false;
-            c.stash_full = false;
+            c.multishot = Multishot::Off;
             c.in_flight -= 1;
         }
         if c.fd.is_none() {
@@ -80,12 +80,11 @@ impl Uring {
             }
             return;
         }
-        let end = match res {
-            n if n > 0 => {
-                let bid = bid.expect("a multishot receive with data names its buffer");
+        let end = match (res, bid) {
+            (n, Some(bid)) if n > 0 => {
                 let bytes = bufring.bytes(bid, n as usize);
-                // The stash is empty whenever a buffer is armed (an arm drains it first).
-                if let Some(mut buf) = c.recv.take() {
+                // The stash is empty whenever a buffer is parked (an arm drains it first).
+                if let Some(mut buf) = c.take_parked() {
                     let take = bytes.len().min(buf.capacity() - buf.len());
                     buf.extend_from_slice(&bytes[..take]);
                     c.stash.extend_from_slice(&bytes[take..]);
@@ -99,34 +98,39 @@ impl Uring {
                 }
                 None
             }
-            0 => Some(Recv::Eof),
+            // Bytes always name their buffer (IORING_CQE_F_BUFFER); were some not to, they could
+            // not be read: the stream ends in an error rather than with a silent gap.
+            (n, None) if n > 0 => Some(Recv::Error(Errno(libc::EIO))),
+            (0, _) => Some(Recv::Eof),
             // Out of provided buffers, interrupted, or stopped for a full stash: the bytes wait
             // in the socket.
-            e if [libc::ENOBUFS, libc::EAGAIN, libc::EINTR, libc::ECANCELED].contains(&-e) => None,
-            e => Some(Recv::Error(Errno(-e))),
+            (e, _) if [libc::ENOBUFS, libc::EAGAIN, libc::EINTR, libc::ECANCELED].contains(&-e) => {
+                None
+            }
+            (e, _) => Some(Recv::Error(Errno(-e))),
         };
         // A buffer the kernel consumed goes back whatever the result, or the ring shrinks.
         if let Some(b) = bid {
             bufring.recycle(b);
         }
-        let stop_for_full_stash = more && c.stash.len() >= STASH_LIMIT && !c.stash_full;
-        c.stash_full |= stop_for_full_stash;
-        match end {
-            Some(end) => match c.recv.take() {
-                Some(buf) => self.pending.push(Event::Received {
-                    conn,
-                    buf,
-                    result: end,
-                }),
-                None => c.stash_end = Some(end),
-            },
-            None if !more && c.recv.is_some() => {
-                // The kernel ended the multishot (ENOBUFS, or its own retry cap) while the
-                // caller still waits: start another.
-                let buf = c.recv.take().expect("armed");
-                self.arm_recv_multishot(conn, buf);
+        let stop_for_full_stash = c.multishot == Multishot::Running && c.stash.len() >= STASH_LIMIT;
+        if stop_for_full_stash {
+            c.multishot = Multishot::Stopping;
+        }
+        match (end, c.take_parked()) {
+            (Some(end), Some(buf)) => self.pending.push(Event::Received {
+                conn,
+                buf,
+                result: end,
+            }),
+            (Some(end), None) => c.stash_end = Some(end),
+            // The kernel ended the multishot (ENOBUFS, or its own retry cap) while the caller
+            // still waits: start another.
+            (None, Some(buf)) if !more => {
+                let _ = self.arm_recv_multishot(conn, buf);
             }
-            None => {}
+            (None, Some(buf)) => c.recv = RecvState::Parked(buf),
+            (None, None) => {}
         }
         if stop_for_full_stash {
             self.push_plain(Plain::Cancel {
