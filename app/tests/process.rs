@@ -159,7 +159,9 @@ fn out_of_descriptors_the_server_keeps_serving_backs_off_and_recovers() {
             answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok"),
             "{backend}: {answer:?}"
         );
-        let lines = log.lock().unwrap().clone();
+        // The server writes its line before it serves; the thread reading its stderr may
+        // not have taken it from the pipe yet, so wait for it (bounded).
+        let lines = log_once_it_holds(&log, "accepting again", Duration::from_secs(5));
         assert!(
             lines.iter().any(|l| l.contains("accepting paused: EMFILE")),
             "{backend}: {lines:?}"
@@ -175,6 +177,22 @@ fn out_of_descriptors_the_server_keeps_serving_backs_off_and_recovers() {
         drop(conns);
         server.signal(libc::SIGTERM);
         assert!(server.wait().success());
+    }
+}
+
+/// The lines `log` holds once one of them contains `needle`, or when `patience` is spent.
+fn log_once_it_holds(
+    log: &std::sync::Mutex<Vec<String>>,
+    needle: &str,
+    patience: Duration,
+) -> Vec<String> {
+    let until = Instant::now() + patience;
+    loop {
+        let lines = log.lock().unwrap().clone();
+        if lines.iter().any(|l| l.contains(needle)) || Instant::now() >= until {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -1,31 +1,44 @@
 //! The rate an open-loop cell offers: a share of keep-alive capacity measured in the same run,
 //! read off the slices already recorded (no state of its own, so a re-read run gives the same
-//! rates). Capacity is the median keep-alive req/s of a configuration's instances in the first
-//! round it measured at that level and route: fixed from then on, so every round of an
+//! rates). Capacity is the median req/s of a configuration's keep-alive slices at that level
+//! and route (all its instances) recorded before the first slice offered a share there: the
+//! plan runs every such block after all planned rounds of the rest (`plan::Stage`), so that is
+//! every planned round's keep-alive, and it is fixed from then on — every round of an
 //! open-loop cell offers the same rate and the rounds pair. The A/A control is offered its
 //! twin's share.
 
-use crate::model::{LoadModel, Offered, Raw, ServerConfig, ServerKey, Subject};
+use crate::model::{LoadModel, Offered, Raw, ServerConfig, ServerKey, Slice, Subject};
 use crate::stats::median;
 
-/// A configuration's keep-alive req/s at `conns` on `route`, from the first round that measured
-/// it (`None`: none has yet).
+/// A configuration's keep-alive req/s at `conns` on `route`: the median of its slices there
+/// before the first slice offered a share at that level and route (`None`: none measured).
 pub fn capacity(raw: &Raw, key: &ServerKey, conns: u32, route: &str) -> Option<f64> {
-    let measured = || {
-        raw.slices.iter().filter(|s| {
+    let frozen = raw
+        .slices
+        .iter()
+        .position(|s| s.load.takes_share() && s.conns == conns && s.route.to_string() == route)
+        .unwrap_or(raw.slices.len());
+    median(&keep_alive_rates(&raw.slices[..frozen], key, conns, route))
+}
+
+/// The same over the whole run: what the share a configuration was offered is judged
+/// against afterwards (table.md's "share of its run's").
+pub fn run_capacity(raw: &Raw, key: &ServerKey, conns: u32, route: &str) -> Option<f64> {
+    median(&keep_alive_rates(&raw.slices, key, conns, route))
+}
+
+fn keep_alive_rates(slices: &[Slice], key: &ServerKey, conns: u32, route: &str) -> Vec<f64> {
+    slices
+        .iter()
+        .filter(|s| {
             s.ok()
                 && s.load == LoadModel::KeepAlive
                 && &s.server == key
                 && s.conns == conns
                 && s.route.to_string() == route
         })
-    };
-    let first = measured().map(|s| s.round).min()?;
-    let rates: Vec<f64> = measured()
-        .filter(|s| s.round == first)
         .filter_map(|s| s.rps())
-        .collect();
-    median(&rates)
+        .collect()
 }
 
 /// Whose capacity a configuration's own share is taken of: its own, but the A/A control's is
@@ -90,29 +103,42 @@ mod tests {
     }
 
     #[test]
-    fn the_rate_is_a_share_of_the_first_measured_round_and_stays_fixed() {
+    fn the_rate_is_a_share_of_every_keep_alive_slice_before_the_first_share_and_stays_fixed() {
         let (rx, uring) = (key(ServerConfig::Rx), key(ServerConfig::IoUring));
         let own90 = LoadModel::Open(Offered::Own(90));
         let slowest50 = LoadModel::Open(Offered::Slowest(50));
         // CPU µs per request at full utilisation: a slice's req/s is 1e6 over it.
         let cost = |k: &ServerKey, instance: u32, round: u32| match (k == &rx, instance, round) {
-            (true, 0, 1) => 10.0,            // 100k req/s
-            (true, _, 1) => 1e6 / 110_000.0, // the second instance: 110k
-            (true, _, _) => 20.0,            // a later round's 50k moves nothing
+            (true, 0, 1) => 1e6 / 100_000.0,
+            (true, 1, 1) => 1e6 / 110_000.0,
+            (true, 0, 2) => 1e6 / 104_000.0,
+            (true, 1, 2) => 1e6 / 120_000.0,
+            (true, _, _) => 20.0, // 50k, after the shares began: moves nothing
             (false, _, _) => 1e6 / 120_000.0,
         };
-        let mut raw = synthetic_instances(&[rx.clone(), uring.clone()], 2, 2, cost, |_, _| 1.0);
-        // Open-loop slices are not capacity.
+        let mut raw = synthetic_instances(&[rx.clone(), uring.clone()], 2, 3, cost, |_, _| 1.0);
+        // The first share offered: after two rounds of keep-alive, before the third.
+        let third = raw.slices.iter().position(|s| s.round == 3).unwrap();
         let mut open = raw.slices[0].clone();
         open.load = own90;
-        raw.slices.push(open);
+        raw.slices.insert(third, open);
         let r = |load, k| rate(&raw, load, k, 64, "GET:/").unwrap();
         let near = |a: f64, b: f64| (a - b).abs() < 1.0;
-        assert!(near(r(own90, &rx), 0.9 * 105_000.0), "{}", r(own90, &rx));
+        // rx: the median of 100k, 110k, 104k and 120k — both rounds, both instances.
+        assert!(near(r(own90, &rx), 0.9 * 107_000.0), "{}", r(own90, &rx));
         assert!(near(r(own90, &uring), 0.9 * 120_000.0));
         // Every server alike at half the slowest's.
-        assert!(near(r(slowest50, &rx), 52_500.0));
-        assert!(near(r(slowest50, &uring), 52_500.0));
+        assert!(near(r(slowest50, &rx), 53_500.0));
+        assert!(near(r(slowest50, &uring), 53_500.0));
+        // Open-loop slices are not capacity, and a share at another level freezes nothing here.
+        let mut elsewhere = raw.slices[0].clone();
+        elsewhere.load = own90;
+        elsewhere.conns = 512;
+        raw.slices.insert(0, elsewhere);
+        assert!(near(
+            rate(&raw, own90, &rx, 64, "GET:/").unwrap(),
+            0.9 * 107_000.0
+        ));
         // A closed-loop model offers no rate; a level nothing measured has none either (the
         // slice then fails rather than guess one).
         assert_eq!(rate(&raw, LoadModel::KeepAlive, &rx, 64, "GET:/"), None);

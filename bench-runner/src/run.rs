@@ -15,7 +15,7 @@ use crate::load::{self, LoadDriver, LoadError, Setup};
 use crate::model::{
     instance_label, FailureKind, LoadModel, Raw, Schedule, ServerRecord, Settings, Slice, SCHEMA,
 };
-use crate::plan::{make_plan, Plan, PlanError};
+use crate::plan::{make_plan, Cell, Plan, PlanError};
 use crate::pool::Pool;
 use crate::preflight::{check_conntrack, check_port_reuse, check_ports, is_loopback};
 use crate::record::RecordError;
@@ -302,6 +302,56 @@ struct Rounds<'a> {
 }
 
 impl Rounds<'_> {
+    /// Measures `order`'s cells as round `round`, each slice recorded as it ends: how many
+    /// failed, or `None` when the run was interrupted.
+    async fn drive<E: Engine>(
+        &mut self,
+        pool: &mut Pool<'_, E>,
+        raw: &mut Raw,
+        round: u32,
+        order: Vec<Cell>,
+        bar: &ProgressBar,
+        t0: Instant,
+    ) -> Result<Option<usize>> {
+        let mut failed = 0;
+        for (position, cell) in order.into_iter().enumerate() {
+            if self.setup.abort.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let slice = slice::measure(
+                pool,
+                self.plan,
+                self.driver,
+                self.setup,
+                (round, position as u32),
+                cell,
+                t0,
+                raw,
+            )
+            .await;
+            failed += usize::from(!slice.ok());
+            let line = describe_slice(&slice, raw.settings.server_cpus.len(), self.plan.instances);
+            let lost = slice
+                .error
+                .as_ref()
+                .filter(|e| e.kind() == Some(FailureKind::EngineLost))
+                .map(|e| e.headline().to_string());
+            raw.slices.push(slice);
+            record::write_raw(self.dir, raw)?;
+            if let Some(cause) = lost {
+                bar.finish_and_clear();
+                return Err(RunError::EngineLost {
+                    cause,
+                    slices: raw.slices.iter().filter(|s| s.ok()).count(),
+                    dir: self.dir.to_path_buf(),
+                });
+            }
+            bar.inc(1);
+            bar.set_message(line);
+        }
+        Ok(Some(failed))
+    }
+
     async fn measure<E: Engine>(
         &mut self,
         pool: &mut Pool<'_, E>,
@@ -339,25 +389,41 @@ impl Rounds<'_> {
             plan.describe().lines().next().unwrap_or("")
         );
         let measuring = Instant::now();
-        let mut round = 0;
-        // The blocks of the next round: all of them until an added round picks the open ones.
-        let mut blocks: crate::target::Blocks = None;
-        loop {
-            round += 1;
-            if round > plan.rounds {
-                let Some(target) = &plan.target else { break };
+        for pass in plan.passes() {
+            let round_start = Instant::now();
+            let order = plan.pass_order(pass);
+            let slices = order.len();
+            let Some(failed) = self.drive(pool, raw, pass.round, order, &bar, t0).await? else {
+                return Ok(());
+            };
+            let done = bar.position();
+            let left = measuring.elapsed() / done.max(1) as u32 * (total - done) as u32;
+            report_round(
+                &bar,
+                format!(
+                    "round {}/{}{}: {slices} slices in {:.0} s ({failed} failed); about {} min left",
+                    pass.round,
+                    plan.rounds,
+                    plan.stage_note(pass.stage),
+                    round_start.elapsed().as_secs_f64(),
+                    left.as_secs().div_ceil(60)
+                ),
+            );
+        }
+        // Rounds added for the target resolution, of the blocks still wider than it.
+        if let Some(target) = &plan.target {
+            let mut round = plan.rounds;
+            loop {
+                round += 1;
                 let per_slice = measuring.elapsed() / raw.slices.len().max(1) as u32;
-                match target.next(
+                let blocks = match target.next(
                     &summarise(raw),
                     plan.control_cells(),
                     measuring.elapsed(),
                     per_slice,
                     |b| plan.round_order_of(round, b).len(),
                 ) {
-                    Next::Round(open) => {
-                        blocks = open;
-                        raw.settings.rounds = round;
-                    }
+                    Next::Round(open) => open,
                     Next::Reached => {
                         eprintln!("bench-runner: the A/A control resolves ±{:.1} % in every cell after {} rounds", target.half_width * 100.0, round - 1);
                         break;
@@ -373,71 +439,20 @@ impl Rounds<'_> {
                         }
                         break;
                     }
-                }
-            }
-            let round_start = Instant::now();
-            let mut failed = 0;
-            let order = plan.round_order_of(round, &blocks);
-            let slices_in_round = order.len();
-            if round > plan.rounds {
-                bar.inc_length(slices_in_round as u64);
-            }
-            for (position, cell) in order.into_iter().enumerate() {
-                if self.setup.abort.load(Ordering::Relaxed) {
+                };
+                raw.settings.rounds = round;
+                let round_start = Instant::now();
+                let order = plan.round_order_of(round, &blocks);
+                let slices = order.len();
+                bar.inc_length(slices as u64);
+                let Some(failed) = self.drive(pool, raw, round, order, &bar, t0).await? else {
                     return Ok(());
-                }
-                let slice = slice::measure(
-                    pool,
-                    plan,
-                    self.driver,
-                    self.setup,
-                    (round, position as u32),
-                    cell,
-                    t0,
-                    raw,
-                )
-                .await;
-                failed += usize::from(!slice.ok());
-                let line = describe_slice(&slice, raw.settings.server_cpus.len(), plan.instances);
-                let lost = slice
-                    .error
-                    .as_ref()
-                    .filter(|e| e.kind() == Some(FailureKind::EngineLost))
-                    .map(|e| e.headline().to_string());
-                raw.slices.push(slice);
-                record::write_raw(self.dir, raw)?;
-                if let Some(cause) = lost {
-                    bar.finish_and_clear();
-                    return Err(RunError::EngineLost {
-                        cause,
-                        slices: raw.slices.iter().filter(|s| s.ok()).count(),
-                        dir: self.dir.to_path_buf(),
-                    });
-                }
-                bar.inc(1);
-                bar.set_message(line);
-            }
-            let (done, total) = (bar.position(), bar.length().unwrap_or(total));
-            let per = round_start.elapsed();
-            let left = per * plan.rounds.saturating_sub(round);
-            let msg = if round > plan.rounds {
-                format!(
-                    "round {round} (added for the target resolution): {slices_in_round} slices in {:.0} s ({failed} failed)",
-                    per.as_secs_f64()
-                )
-            } else {
-                format!(
-                    "round {round}/{}: {} slices in {:.0} s ({failed} failed); about {} min left",
-                    plan.rounds,
-                    plan.cells().len(),
-                    per.as_secs_f64(),
-                    left.as_secs().div_ceil(60)
-                )
-            };
-            if bar.is_hidden() {
-                eprintln!("bench-runner: {msg} [{done}/{total}]");
-            } else {
-                bar.println(msg);
+                };
+                let took = round_start.elapsed().as_secs_f64();
+                report_round(
+                    &bar,
+                    format!("round {round} (added for the target resolution): {slices} slices in {took:.0} s ({failed} failed)"),
+                );
             }
         }
         bar.finish_and_clear();
@@ -453,6 +468,16 @@ impl Rounds<'_> {
         .await;
         record::write_raw(self.dir, raw)?;
         Ok(())
+    }
+}
+
+/// A round's closing line: above the progress bar, or on stderr when it is hidden.
+fn report_round(bar: &ProgressBar, msg: String) {
+    let (done, total) = (bar.position(), bar.length().unwrap_or(0));
+    if bar.is_hidden() {
+        eprintln!("bench-runner: {msg} [{done}/{total}]");
+    } else {
+        bar.println(msg);
     }
 }
 

@@ -636,25 +636,35 @@ fn both_load_models(engine: &str, port: &str) {
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
 
-/// The open-loop cells of [`both_load_models`]: every slice offered the share of its
-/// configuration's first-round keep-alive req/s (the slowest configuration's, for
-/// `slowest`), the server kept up at half its capacity, and latency was compared in pairs.
+/// The open-loop cells of [`both_load_models`]: they ran after every planned round of the
+/// rest, every slice offered the share of its configuration's keep-alive req/s over all
+/// those rounds (the slowest configuration's, for `slowest`), the server kept up at half its
+/// capacity, and latency was compared in pairs.
 fn check_open_loop(
     raw: &bench_runner::model::Raw,
     file: &SummaryFile,
     (own, slowest): (LoadModel, LoadModel),
 ) {
-    let capacity = |key: &bench_runner::model::ServerKey| {
-        let first: Vec<f64> = raw
-            .slices
+    let first_share = raw
+        .slices
+        .iter()
+        .position(|s| s.load.takes_share())
+        .expect("open-loop slices");
+    assert!(
+        raw.slices[first_share..]
             .iter()
-            .filter(|s| {
-                s.ok() && s.load == LoadModel::KeepAlive && &s.server == key && s.round == 1
-            })
+            .all(|s| s.load.takes_share()),
+        "every keep-alive slice before the first share is offered"
+    );
+    let capacity = |key: &bench_runner::model::ServerKey| {
+        let rates: Vec<f64> = raw.slices[..first_share]
+            .iter()
+            .filter(|s| s.ok() && s.load == LoadModel::KeepAlive && &s.server == key)
             .filter_map(|s| s.rps())
             .collect();
-        assert!(!first.is_empty(), "{key}: no first-round keep-alive slice");
-        bench_runner::stats::median(&first).unwrap()
+        // 2 instances x 4 rounds.
+        assert_eq!(rates.len(), 8, "{key}: its keep-alive slices");
+        bench_runner::stats::median(&rates).unwrap()
     };
     let slowest_capacity = raw
         .configurations()
@@ -692,6 +702,16 @@ fn check_open_loop(
         .filter(|r| r.load == own || r.load == slowest)
     {
         let open = row.open.as_ref().unwrap_or_else(|| panic!("{row:?}"));
+        // No round was added: the share it was offered of its run's keep-alive req/s is the
+        // share asked for (the control's is its twin's rate over its own capacity).
+        if row.load == own && row.config != Subject::Own(ServerConfig::IoUringControl) {
+            let share = open.share_of_run_capacity.expect("a share");
+            assert!(
+                (share - 0.5).abs() < 1e-6,
+                "{}: share {share}",
+                row.config.name()
+            );
+        }
         // Half its capacity: the server keeps up with the schedule.
         assert!(
             row.rps_median > 0.8 * open.offered_rps,
@@ -937,11 +957,20 @@ fn dry_run_prints_the_plan_and_eta_and_runs_nothing() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("plan: 15 configurations x 2 instances = 30 resident servers x 7 (load model, level) pairs (keepalive at 64,256,512 conns; per-request, open-50, open-90, open-slowest-50 at 64 conns) x 1 routes = 210 cells; 8 rounds = 1680 slices"), "{text}");
+    assert!(text.contains("plan: 15 configurations x 2 instances = 30 resident servers x 7 (load model, level) pairs (keepalive at 64,256,512 conns; per-request, open-50, open-90, open-slowest-50 at 64 conns) x 1 routes = 210 cells; 6 rounds = 1260 slices"), "{text}");
     assert!(text.contains("seed 7"), "{text}");
-    // The default run, its three load models, fits in the 40 minutes it may spend.
+    // The default run's planned rounds, its three load models, leave a quarter of the 40
+    // minutes it may spend to the rounds added for the cells still wider than the target.
     let minutes = eta_minutes(&text);
-    assert!(minutes < 40, "{text}");
+    assert!(minutes < 30, "{text}");
+    assert!(
+        text.contains("round 1 (open loop at shares of capacity) starts: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("run after all 6 planned rounds of the others"),
+        "{text}"
+    );
     let again = Command::new(RUNNER)
         .args(["--dry-run", "--seed", "7"])
         .output()

@@ -118,11 +118,11 @@ fn the_study_runs_the_rounds_of_the_runs_it_checks_not_of_its_own_instance_count
         };
         run_args(&c)
     };
-    // 10 instances in the study, groups of 2 checked: a full run of 2 instances has 8 rounds.
+    // 10 instances in the study, groups of 2 checked: a full run of 2 instances plans 6 rounds.
     let full = args(&["--instances", "10"]);
     assert_eq!(full.measure.instances, Some(10));
-    assert_eq!(full.measure.rounds, Some(8));
-    assert_eq!(args(&["--group", "4"]).measure.rounds, Some(4));
+    assert_eq!(full.measure.rounds, Some(6));
+    assert_eq!(args(&["--group", "4"]).measure.rounds, Some(3));
     assert_eq!(args(&["--rounds", "16"]).measure.rounds, Some(16));
     assert_eq!(full.calibration, Some(2));
 }

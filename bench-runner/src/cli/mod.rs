@@ -26,7 +26,8 @@ paired confidence intervals and evidence",
     after_help = "\
 Examples:
   cargo run --release -p bench-runner                      full run: keep-alive, a connection per request and open
-                                                           loop, 8 rounds x 2 instances of 1 s slices (~40 min)
+                                                           loop, 6 rounds x 2 instances of 1 s slices, then rounds
+                                                           for the cells still wider than ±2 % (≤ 40 min)
   cargo run --release -p bench-runner -- --quick           smoke run (3 rounds x 2 instances of 0.3 s slices, ~6 min)
   cargo run --release -p bench-runner -- --dry-run         the plan and its ETA
   cargo run --release -p bench-runner -- --routes GET:/,GET:/user/0,POST:/user
@@ -110,9 +111,12 @@ pub const DEFAULT_CONNS: [u32; 3] = [64, 256, 512];
 /// The one level of the per-request and open-loop models unless --conns or their own option
 /// says otherwise: the full run's three models then fit its 40 minutes here.
 pub const DEFAULT_OTHER_CONNS: u32 = 64;
-/// Slices per configuration and cell in a full run, over its instances (16 rounds of one
-/// instance, 8 of two: three load models' cells in 40 minutes here).
-pub const DEFAULT_SLICES: u32 = 16;
+/// Slices per configuration and cell in a full run's planned rounds, over its instances (12
+/// rounds of one instance, 6 of two): three load models' cells in 28 minutes here, which
+/// leaves 12 of the 40 for rounds of the cells still wider than the target (open loop below
+/// capacity is noisier per slice than keep-alive, and a quiet machine resolves keep-alive
+/// sooner).
+pub const DEFAULT_SLICES: u32 = 12;
 /// Resident instances per configuration: two is the fewest that let a run see how much two
 /// identical processes differ.
 pub const DEFAULT_INSTANCES: u32 = 2;
@@ -132,8 +136,9 @@ pub const QUICK_SLICE_WARMUP: Duration = Duration::from_millis(200);
 /// What every measuring command shares: the rounds and slices, the levels and routes, where
 /// driver and servers run, and where results go.
 pub struct MeasureArgs {
-    /// Slices per cell: each round visits every cell once [default: 16 slices per
-    /// configuration over its instances (8 rounds of 2); --quick: 3 rounds of 2]
+    /// Slices per cell: each round visits every cell once [default: 12 slices per
+    /// configuration over its instances (6 rounds of 2), then rounds added for
+    /// --target-resolution; --quick: 3 rounds of 2]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rounds: Option<u32>,
     /// Resident instances of each configuration, started in a shuffled order: its interval
@@ -163,12 +168,14 @@ pub struct MeasureArgs {
     /// closed loop on kept-alive connections), per-request (a fresh connection per request,
     /// the client closing after each response: oha --disable-keepalive), open (open loop on
     /// kept-alive connections at the rates --open-at and --open-slowest give, latency from each
-    /// request's due time: wrk2 -R, zrk -R; needs keepalive, whose first round sets the rates).
+    /// request's due time: wrk2 -R, zrk -R; needs keepalive, whose planned rounds set the
+    /// rates: open loop at a share runs after them).
     /// per-request and open need --driver rxload [default: all three; calibrate: keepalive]
     #[arg(long = "load", value_enum, value_delimiter = ',')]
     pub loads: Option<Vec<LoadChoice>>,
     /// With --load open: offered rates as percentages of each server's own keep-alive req/s
-    /// at the level and route (measured in the run's first round), one open-loop cell each
+    /// at the level and route (the median of its keep-alive slices in the planned rounds,
+    /// which all run first), one open-loop cell each
     /// (0: none)
     #[arg(long, value_delimiter = ',', default_value = "50,90", value_parser = clap::value_parser!(u8).range(0..=100))]
     pub open_at: Vec<u8>,
@@ -197,7 +204,8 @@ pub struct MeasureArgs {
     /// the-benchmarker publishes), e.g. GET:/,GET:/user/0,POST:/user
     #[arg(long, value_delimiter = ',', default_value = "GET:/", value_parser = route)]
     pub routes: Vec<Route>,
-    /// A smoke run: 5 rounds of 200 ms + 300 ms slices (explicit --rounds/--slice win)
+    /// A smoke run: 6 slices a configuration (3 rounds of 2 instances) of 200 ms + 300 ms,
+    /// no rounds added (explicit --rounds/--slice win)
     #[arg(long)]
     pub quick: bool,
     /// Print the plan and its ETA, run nothing

@@ -13,13 +13,13 @@ fn defaults_quick_and_explicit_values() {
     let m = &a.measure;
     assert_eq!(
         (m.instances(), m.rounds(), m.slice(), m.slice_warmup()),
-        (2, 8, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
+        (2, 6, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
     );
     let one = parse(&["--instances", "1"]).unwrap().measure;
     assert_eq!(
         (one.instances(), one.rounds()),
-        (1, 16),
-        "the same 16 slices a cell"
+        (1, 12),
+        "the same 12 slices a cell"
     );
     let three = parse(&["--instances", "3", "--quick"]).unwrap().measure;
     assert_eq!(

@@ -20,7 +20,8 @@ pub enum LoadModel {
 }
 
 /// The rate an open-loop cell offers, as a share of keep-alive capacity measured in the same
-/// run (in its first round: the rate then stays fixed for every round, so the rounds pair).
+/// run (in every planned round before the first share: the rate then stays fixed for every
+/// round, so the rounds pair; `crate::offered`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Offered {
     /// This percentage of the configuration's own keep-alive req/s at the level and route:
@@ -122,6 +123,12 @@ impl LoadModel {
         }
     }
 
+    /// Whether its rate is a share of keep-alive capacity measured in the run: such a cell
+    /// can only be driven once that capacity is.
+    pub fn takes_share(self) -> bool {
+        self.offered().and_then(Offered::fraction).is_some()
+    }
+
     /// How a cell's name shows it: nothing for keep-alive (the names of the runs before the
     /// load axis), ` per-request` otherwise.
     pub fn suffix(self) -> String {
@@ -140,10 +147,10 @@ impl LoadModel {
                     .into()
             }
             LoadModel::Open(Offered::Own(p)) => format!(
-                "open loop on keep-alive connections at {p} % of each server's own keep-alive req/s (measured in the run's first round), latency from each request's due time"
+                "open loop on keep-alive connections at {p} % of each server's own keep-alive req/s (measured in the same run), latency from each request's due time"
             ),
             LoadModel::Open(Offered::Slowest(p)) => format!(
-                "open loop on keep-alive connections at {p} % of the slowest server's keep-alive req/s (measured in the run's first round): every server at the same rate, latency from each request's due time"
+                "open loop on keep-alive connections at {p} % of the slowest server's keep-alive req/s (measured in the same run): every server at the same rate, latency from each request's due time"
             ),
             LoadModel::Open(Offered::Fixed(n)) => format!(
                 "open loop on keep-alive connections at {n} req/s for every server, latency from each request's due time"

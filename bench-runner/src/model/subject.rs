@@ -45,11 +45,12 @@ pub enum ServerConfig {
     Rx,
     /// Ablation: one-shot with the registration hint (one MOD per request)
     Oneshot,
-    /// io_uring "before" (APP_BACKEND=auto: io_uring where the profile allows it)
+    /// io_uring (APP_BACKEND=auto: io_uring where the profile allows it, else its epoll/rx fallback)
     #[serde(rename = "io_uring")]
     #[value(name = "io_uring")]
     IoUring,
-    /// io_uring "after": the same server again — the A/A control that gives the resolution
+    /// The io_uring configuration again, as a configuration of its own: the A/A control that
+    /// gives the run's resolution
     #[serde(rename = "io_uring-control")]
     #[value(name = "io_uring-control")]
     IoUringControl,
@@ -80,7 +81,7 @@ impl ServerConfig {
             ServerConfig::Legacy => "epoll before (legacy)",
             ServerConfig::Rx => "epoll after (rx)",
             ServerConfig::Oneshot => "epoll oneshot (ablation)",
-            ServerConfig::IoUring => "io_uring before",
+            ServerConfig::IoUring => "io_uring",
             ServerConfig::IoUringControl => "A/A control (io_uring again)",
         }
     }

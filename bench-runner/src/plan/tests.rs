@@ -175,30 +175,47 @@ fn instances_multiply_the_residents_and_every_round_visits_each() {
 }
 
 #[test]
-fn open_loop_blocks_come_after_keep_alive_in_the_first_round_only() {
+fn open_loop_at_shares_runs_after_every_planned_round_of_the_rest() {
     let mut p = plan(6);
     let open90 = LoadModel::Open(crate::model::Offered::Own(90));
-    p.loads = vec![LoadModel::KeepAlive, open90];
-    let first_open = |order: &[Cell]| order.iter().position(|c| c.load == open90).unwrap();
-    let last_keep_alive = |order: &[Cell]| {
-        order
-            .iter()
-            .rposition(|c| c.load == LoadModel::KeepAlive)
-            .unwrap()
-    };
-    let one = p.round_order(1);
-    // Every keep-alive block (every server, level and route) measured before any rate is
-    // offered: the first round is where capacity comes from.
-    assert!(last_keep_alive(&one) < first_open(&one));
-    // Later rounds shuffle the models together (the rates are fixed by then).
-    assert!(
-        (2..=p.rounds).any(|r| {
-            let order = p.round_order(r);
-            first_open(&order) < last_keep_alive(&order)
-        }),
-        "later rounds keep the models apart"
-    );
-    assert!(p.cell_name(&one[one.len() - 1]).contains(" open-90"));
+    let fixed = LoadModel::Open(crate::model::Offered::Fixed(20_000));
+    // Keep-alive alone: one stage, the rounds' orders as they always were.
+    let passes = p.passes();
+    assert!(passes.iter().all(|x| x.stage == Stage::Absolute));
+    assert_eq!(passes.len(), p.rounds as usize);
+    for x in &passes {
+        assert_eq!(p.pass_order(*x), p.round_order(x.round));
+    }
+    p.loads = vec![LoadModel::KeepAlive, open90, fixed];
+    let passes = p.passes();
+    assert_eq!(passes.len(), 2 * p.rounds as usize);
+    let schedule: Vec<Cell> = passes.iter().flat_map(|&x| p.pass_order(x)).collect();
+    // Every cell in every round, once.
+    let mut seen = schedule.clone();
+    seen.sort();
+    let mut every: Vec<Cell> = (0..p.rounds).flat_map(|_| p.cells()).collect();
+    every.sort();
+    assert_eq!(seen, every);
+    // Every keep-alive slice of the planned rounds before the first share is offered: the
+    // capacity a share is taken of is all of them. A fixed rate needs none, so it runs with
+    // the first stage.
+    let first_share = schedule.iter().position(|c| c.load == open90).unwrap();
+    let last_keep_alive = schedule
+        .iter()
+        .rposition(|c| c.load == LoadModel::KeepAlive)
+        .unwrap();
+    assert!(last_keep_alive < first_share);
+    assert!(schedule[..first_share].iter().any(|c| c.load == fixed));
+    assert!(schedule[first_share..].iter().all(|c| c.load == open90));
+    // Each stage's round keeps its round's order (the seed reproduces it).
+    for x in &passes {
+        let mut whole = p.round_order(x.round);
+        whole.retain(|c| Stage::of(c.load) == x.stage);
+        assert_eq!(p.pass_order(*x), whole);
+    }
+    assert!(p
+        .describe()
+        .contains("round 1 (open loop at shares of capacity) starts: "));
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! profiles and each server's record.
 
 use crate::model::{LoadModel, Raw};
-use crate::stats::short_ms;
+use crate::stats::two_digit_latency;
 use crate::summary::{Summary, SATURATED};
 
 /// The evidence table of one load model (`None`: a run of keep-alive alone, whose heading
@@ -55,7 +55,7 @@ pub(super) fn evidence_rows(s: &Summary, load: Option<LoadModel>) -> String {
         t += &format!(
             "| {} | {} | {} | {} io_uring={} | {} | {:.0} [{:.0}–{:.0}] | {cpu} | {} | {} | {} | {} | {} | {} ({}) | {}/{} | {} |\n",
             r.profile.name(), r.config.name(), r.route, r.backend_observed, r.io_uring, r.conns,
-            r.rps_median, r.rps_min, r.rps_max, short_ms(r.p50_us), short_ms(r.p99_us),
+            r.rps_median, r.rps_min, r.rps_max, two_digit_latency(r.p50_us), two_digit_latency(r.p99_us),
             r.server_cpu.map_or("–".into(), |c| format!("{c:.0} %")),
             r.driver_cpu.map_or("–".into(), |c| format!("{c:.0} %")),
             match &r.open {

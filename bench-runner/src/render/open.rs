@@ -31,13 +31,15 @@ pub(super) fn latency_table(s: &Summary, load: LoadModel, profile: Profile, rout
     if rows.is_empty() {
         return String::new();
     }
-    let mut t = format!("Latency at the offered rate, from each request's due time: P50 and P99 the medians over slices of each slice's own (a few overloaded slices would set a merged P99), P99.9 from the slices' histograms merged; `uncorrected`: from the actual send, as a closed-loop driver reports it. Overloaded: slices in which the server answered under {:.0} % of the rate offered, its queue growing through the slice (their latency is the backlog's); behind: slices in which the driver fell behind its own schedule (left out of the paired latency changes):\n\n| config | conns | offered req/s | achieved | P50 | P99 | P99.9 | P99 uncorrected | slices overloaded / behind / all |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", KEPT_UP * 100.0);
+    let mut t = format!("Latency at the offered rate, from each request's due time: P50 and P99 the medians over slices of each slice's own (a few overloaded slices would set a merged P99), P99.9 from the slices' histograms merged; `uncorrected`: from the actual send, as a closed-loop driver reports it. Overloaded: slices in which the server answered under {:.0} % of the rate offered, its queue growing through the slice (their latency is the backlog's); behind: slices in which the driver fell behind its own schedule (left out of the paired latency changes). `share`: the rate offered over the server's median keep-alive req/s at that level over the whole run — the share of its capacity it really got (the rate was fixed from the keep-alive slices before it; one slice's req/s swings by the machine's noise):\n\n| config | conns | offered req/s | share | achieved | P50 | P99 | P99.9 | P99 uncorrected | slices overloaded / behind / all |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", KEPT_UP * 100.0);
     for (r, o) in rows {
         t += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |\n",
             r.config.name(),
             r.conns,
             short_rate(o.offered_rps),
+            o.share_of_run_capacity
+                .map_or("–".into(), |f| format!("{:.0} %", f * 100.0)),
             short_rate(r.rps_median),
             short_us(r.p50_us_median),
             short_us(r.p99_us_median),

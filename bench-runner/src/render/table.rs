@@ -4,7 +4,7 @@ use super::cross::{against_foreign, filter_cost};
 use super::evidence::{evidence_notes, evidence_rows};
 use super::resolution::{how_to_read_rest, resolution_text, target_text};
 use crate::model::{LoadModel, Profile, Raw, ServerConfig, Subject};
-use crate::stats::{ratio_text, short_ms, short_rate};
+use crate::stats::{ratio_text, short_rate, two_digit_latency};
 use crate::summary::{Comparison, Metric, Row, Summary, MEAN_ROUTE};
 
 /// Column order of the seed PR's table.
@@ -236,13 +236,13 @@ fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: M
                         Metric::CpuPerRequest => r
                             .cpu_us_per_request
                             .map_or("–".into(), |c| format!("{c:.2}")),
-                        Metric::P50 => short_ms(r.p50_us),
-                        Metric::P99 => short_ms(r.p99_us),
+                        Metric::P50 => two_digit_latency(r.p50_us),
+                        Metric::P99 => two_digit_latency(r.p99_us),
                         Metric::P999 => r
                             .open
                             .as_ref()
                             .and_then(|o| o.p999_us)
-                            .map_or("–".into(), short_ms),
+                            .map_or("–".into(), two_digit_latency),
                     };
                     format!("{v}{mark}")
                 })

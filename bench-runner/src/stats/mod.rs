@@ -186,9 +186,25 @@ pub fn short_rate(rps: f64) -> String {
     }
 }
 
-/// `0.166 ms`
-pub fn short_ms(us: f64) -> String {
-    format!("{:.3} ms", us / 1000.0)
+/// A latency from the merged histograms with the two significant digits their buckets keep
+/// (`driver::report::LatencyBuckets`), no more: `45 µs`, `290 µs`, `1.2 ms`, `26 ms`. A
+/// third digit would be the bucket's edge, not a measurement.
+pub fn two_digit_latency(us: f64) -> String {
+    let round2 = |v: f64| {
+        if v <= 0.0 {
+            return 0.0;
+        }
+        let step = 10f64.powi(v.log10().floor() as i32 - 1);
+        (v / step).round() * step
+    };
+    let us = round2(us);
+    if us < 1000.0 {
+        format!("{us:.0} µs")
+    } else if us < 10_000.0 {
+        format!("{:.1} ms", us / 1000.0)
+    } else {
+        format!("{:.0} ms", us / 1000.0)
+    }
 }
 
 #[cfg(test)]
@@ -211,7 +227,15 @@ pub(crate) mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(short_rate(356_123.0), "356k");
         assert_eq!(short_rate(95_240.0), "95.2k");
-        assert_eq!(short_ms(166.0), "0.166 ms");
+        assert_eq!(two_digit_latency(166.0), "170 µs");
+        assert_eq!(two_digit_latency(290.0), "290 µs");
+        assert_eq!(two_digit_latency(45.0), "45 µs");
+        assert_eq!(two_digit_latency(7.0), "7 µs");
+        assert_eq!(two_digit_latency(1200.0), "1.2 ms");
+        assert_eq!(two_digit_latency(2500.0), "2.5 ms");
+        assert_eq!(two_digit_latency(9960.0), "10 ms");
+        assert_eq!(two_digit_latency(26_000.0), "26 ms");
+        assert_eq!(two_digit_latency(264_000.0), "260 ms");
         let sig = Interval {
             median: 0.88,
             low: 0.86,

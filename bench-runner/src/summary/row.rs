@@ -8,6 +8,7 @@ use crate::model::{
     BackendSeen, Failure, LoadModel, Raw, ServerConfig, ServerCounters, ServerKey, ServerRecord,
     Slice, Startup,
 };
+use crate::offered::run_capacity;
 use crate::stats::median;
 
 pub(super) fn row(
@@ -27,6 +28,12 @@ pub(super) fn row(
         .filter_map(|(s, _)| s.rps())
         .collect();
     let all_rps: Vec<f64> = ok.iter().filter_map(|s| s.rps()).collect();
+    let offered_rps = median(
+        &ok.iter()
+            .filter_map(|s| s.offered_rps())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap_or(0.0);
     let cpu_req: Vec<f64> = ok.iter().filter_map(|s| s.cpu_us_per_request()).collect();
     let reports: Vec<&driver::report::Report> =
         ok.iter().filter_map(|s| s.report.as_ref()).collect();
@@ -155,12 +162,10 @@ pub(super) fn row(
         syscalls_per_request: counters.per_request(),
         server_closed: server_closed(&ok),
         open: load.offered().map(|_| OpenRow {
-            offered_rps: median(
-                &ok.iter()
-                    .filter_map(|s| s.offered_rps())
-                    .collect::<Vec<_>>(),
-            )
-            .unwrap_or(0.0),
+            offered_rps,
+            share_of_run_capacity: run_capacity(raw, key, conns, route)
+                .filter(|&c| c > 0.0 && offered_rps > 0.0)
+                .map(|c| offered_rps / c),
             p999_us: merged(0.999),
             uncorrected_p99_us: median(
                 &reports

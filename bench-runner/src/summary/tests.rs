@@ -420,3 +420,38 @@ fn each_load_model_is_its_own_level_and_keep_alive_keeps_its_intervals() {
         .all(|r| r.load == LoadModel::PerRequest));
     assert!(!pr.resolution_worst.is_empty());
 }
+
+#[test]
+fn an_open_loop_row_says_what_share_of_its_runs_capacity_it_was_offered() {
+    use crate::model::Offered;
+    let rx = key(Profile::Relaxed, ServerConfig::Rx);
+    let open90 = LoadModel::Open(Offered::Own(90));
+    // Keep-alive at 100k req/s in rounds 1–2 and 80k in rounds 3–4: the run's median is 90k.
+    let cost = |_: &ServerKey, _, round: u32| if round <= 2 { 10.0 } else { 12.5 };
+    let mut raw = synthetic_instances(std::slice::from_ref(&rx), 2, 4, cost, |_, _| 1.0);
+    raw.settings.loads = vec![LoadModel::KeepAlive, open90];
+    // Offered 90 % of the first rounds' 100k: 100 % of what the run measured.
+    let mut open = raw.slices[0].clone();
+    open.load = open90;
+    let report = open.report.as_mut().unwrap();
+    report.open_loop = Some(driver::report::OpenLoop {
+        target_rps: 90_000.0,
+        deadline_s: None,
+        uncorrected: report.latency,
+        send_lag_p99_us: 0.0,
+        behind: false,
+    });
+    raw.slices.push(open);
+    let s = summarise(&raw);
+    let row = s.rows.iter().find(|r| r.load == open90).unwrap();
+    let o = row.open.as_ref().unwrap();
+    assert_eq!(o.offered_rps, 90_000.0);
+    let share = o.share_of_run_capacity.unwrap();
+    assert!((share - 1.0).abs() < 1e-3, "{share}");
+    // Keep-alive rows carry no open-loop figures.
+    assert!(s
+        .rows
+        .iter()
+        .filter(|r| r.load == LoadModel::KeepAlive)
+        .all(|r| r.open.is_none()));
+}

@@ -131,8 +131,13 @@ pub struct Row {
 /// An open-loop row's own figures (its `rps_median` is the rate it achieved).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpenRow {
-    /// The rate its slices offered (median; fixed after the first round).
+    /// The rate its slices offered (median; fixed from its first slice on).
     pub offered_rps: f64,
+    /// `offered_rps` over the configuration's median keep-alive req/s at the level and route
+    /// over the whole run: the share of its capacity it was really offered (the runner fixes
+    /// the rate from the keep-alive slices before the first share; `crate::offered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_run_capacity: Option<f64>,
     /// P99.9 of the slices' histograms merged, from each request's due time.
     pub p999_us: Option<f64>,
     /// Median over slices of P99 from the actual send, as a closed-loop driver would
