@@ -5,33 +5,50 @@
 # reactor, HTTP parsing and responding, allocation) and the top symbols. One configuration
 # per run, alternated by the caller for a comparison (the numbers are shares of one
 # server's samples, not rates, so they travel between runs better than req/s does).
-# usage: scripts/profile.sh io_uring|rx|legacy [CONNS] [SECONDS]
+# usage: scripts/profile.sh [-k] [-o DIR] io_uring|rx|legacy|floor|uring-floor [CONNS] [SECONDS]
+#   -k: a connection per request (rxload --disable-keepalive; loopback must be exempt from
+#       connection tracking, as rxload checks), instead of keep-alive
+#   floor, uring-floor: the peers' floors (target/peers, built here), the limit of each mechanism
+#   -o DIR: keep the evidence there: the phase table (CONFIG[-k]-CONNS.md), perf's symbol
+#       report it was grouped from (.syms) and the driver's report (.json)
 set -euo pipefail
-config=${1:?usage: scripts/profile.sh io_uring|rx|legacy [CONNS] [SECONDS]}
+mode=(); tag=""; keep=""
+while getopts ko: o; do
+  case $o in k) mode=(--disable-keepalive); tag="-k" ;; o) keep=$OPTARG ;; *) exit 2 ;; esac
+done
+shift $((OPTIND - 1))
+config=${1:?usage: scripts/profile.sh [-k] [-o DIR] io_uring|rx|legacy|floor|uring-floor [CONNS] [SECONDS]}
 conns=${2:-256}; secs=${3:-8}
 cd "$(dirname "$0")/.."
+prog=target/release/server
 case $config in
   io_uring) env=(APP_BACKEND=io_uring) ;;
   rx) env=(APP_BACKEND=epoll APP_EPOLL_MODE=rx) ;;
   legacy) env=(APP_BACKEND=epoll APP_EPOLL_MODE=legacy) ;;
+  floor | uring-floor) env=(); prog=target/peers/release/$config ;;
   *) echo "unknown configuration: $config" >&2; exit 2 ;;
 esac
 cargo build --release -q -p server -p driver --bin server --bin rxload
+(cd peers && CARGO_TARGET_DIR=../target/peers cargo build --release -q --workspace)
 tmp=$(mktemp -d); trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 port=3931
-env APP_PORT=$port APP_WORKERS=1 "${env[@]}" taskset -c 0 target/release/server 2>"$tmp/err" >/dev/null &
+env APP_PORT=$port PORT=$port APP_WORKERS=1 "${env[@]}" taskset -c 0 "$prog" 2>"$tmp/err" >/dev/null &
 pid=$!
 for _ in $(seq 50); do grep -q listening "$tmp/err" 2>/dev/null && break; sleep 0.1; done
-taskset -c 1 target/release/rxload -t1 -c"$conns" -d1s "http://127.0.0.1:$port/" >/dev/null
+taskset -c 1 target/release/rxload -t1 -c"$conns" -d1s "${mode[@]}" "http://127.0.0.1:$port/" >/dev/null
 perf record -q -e cpu-clock -F 4999 -g -p "$pid" -o "$tmp/perf.data" -- sleep "$secs" 2>/dev/null &
 rec=$!
-taskset -c 1 target/release/rxload -t1 -c"$conns" -d"${secs}s" --json "http://127.0.0.1:$port/" >"$tmp/load.json"
+taskset -c 1 target/release/rxload -t1 -c"$conns" -d"${secs}s" "${mode[@]}" --json "http://127.0.0.1:$port/" >"$tmp/load.json"
 wait $rec || true
 perf report -i "$tmp/perf.data" --no-children --sort sym --stdio -q -g none 2>/dev/null \
   | awk 'NF >= 2 && $1 ~ /%$/ {print}' >"$tmp/syms"
-python3 - "$tmp/syms" "$tmp/load.json" "$config" "$conns" <<'PY'
+# How many samples the shares are of (their precision). Not a CPU time: in this guest perf's
+# timer delivers well under its 4999 a second to a busy task; the runner measures CPU.
+samples=$(perf report -i "$tmp/perf.data" --stdio -q --sort pid --show-nr-samples -g none 2>/dev/null \
+  | awk 'NF >= 2 {n += $(NF - 1)} END {print n + 0}')
+python3 - "$tmp/syms" "$tmp/load.json" "$config" "$conns" "$tag" "$samples" <<'PY' | tee "$tmp/table.md"
 import json, re, sys
-syms, load, config, conns = sys.argv[1:5]
+syms, load, config, conns, tag, samples = sys.argv[1:7]
 rows = []
 for line in open(syms):
     m = re.match(r"\s*([\d.]+)%\s+\[([k.])\]\s+(.*)", line)
@@ -62,7 +79,8 @@ for pct, kernel, sym in rows:
             totals[name] += pct
             break
 rep = json.load(open(load))
-print(f"## {config}, {conns} connections: {rep['requests_per_s']:.0f} req/s during the profile\n")
+model = "a connection per request" if tag else "kept alive"
+print(f"## {config}, {conns} connections, {model}: {rep['requests_per_s']:.0f} req/s during the profile, {samples} samples\n")
 print("| phase | share of the server's samples |\n| --- | --- |")
 for name, _, _ in phases:
     print(f"| {name} | {totals[name]:.1f} % |")
@@ -70,3 +88,8 @@ print("\ntop symbols:\n")
 for pct, kernel, sym in sorted(rows, reverse=True)[:15]:
     print(f"- {pct:.1f} % {'[k]' if kernel else '[u]'} {sym}")
 PY
+if [ -n "$keep" ]; then
+  mkdir -p "$keep"
+  name="$keep/$config$tag-$conns"
+  cp "$tmp/table.md" "$name.md"; cp "$tmp/syms" "$name.syms"; cp "$tmp/load.json" "$name.json"
+fi
