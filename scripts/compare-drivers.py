@@ -10,11 +10,14 @@ busy the server's core was (cpu0, /proc/stat, same fields). Prints a markdown ta
 medians. Needs wrk and nginx (Debian) and a release build of rxload and server.
 
 usage: scripts/compare-drivers.py [--rounds 3] [--seconds 5] [--conns 64,256,512] [--server nginx|rx|io_uring]
-                                  [--extra single,nobatch]
+                                  [--extra single,nobatch,goose]
 
 --extra adds rxload variants as further drivers, to show what each choice is worth:
   single   one receive SQE per response (--recv single) instead of the multishot receive
   nobatch  a wake-up per completion (--batch-wait-us 0) instead of batched waits
+  goose    rxload's goose engine (--engine goose: one reqwest client per connection), the
+           realism cross-check; needs rxload built with the driver's default features
+           (`cargo build --release -p driver`)
 """
 import argparse, os, resource, statistics, subprocess, sys, tempfile, time, json
 
@@ -65,7 +68,8 @@ def run(driver, conns):
     cmd = {"wrk": ["wrk", "-t1", f"-c{conns}", f"-d{a.seconds}s", url],
            "rxload": rxload,
            "rxload-single": rxload[:1] + ["--recv", "single"] + rxload[1:],
-           "rxload-nobatch": rxload[:1] + ["--batch-wait-us", "0"] + rxload[1:]}[driver]
+           "rxload-nobatch": rxload[:1] + ["--batch-wait-us", "0"] + rxload[1:],
+           "rxload-goose": rxload[:1] + ["--engine", "goose"] + rxload[1:]}[driver]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, s0, c0, d0 = ticks(server_pid), time.time(), core_busy(0), core_busy(1)
     out = subprocess.run(["taskset", "-c", "1"] + cmd, capture_output=True, text=True).stdout
@@ -81,8 +85,8 @@ def run(driver, conns):
 
 DRIVERS = ["wrk", "rxload"] + [f"rxload-{x}" for x in a.extra.split(",") if x]
 for d in DRIVERS[2:]:
-    if d not in ("rxload-single", "rxload-nobatch"):
-        sys.exit(f"compare-drivers: unknown --extra {d[7:]!r} (single, nobatch)")
+    if d not in ("rxload-single", "rxload-nobatch", "rxload-goose"):
+        sys.exit(f"compare-drivers: unknown --extra {d[7:]!r} (single, nobatch, goose)")
 server, server_pid = start_server()
 rows = {}
 try:
