@@ -435,8 +435,10 @@ impl Plan {
                 .join(", ")
         );
         let passes = self.passes();
+        // The first two rounds of the first stage, then the first of the second (if any).
         let shown = passes
             .iter()
+            .filter(|p| p.stage == Stage::Absolute)
             .take(2)
             .chain(passes.iter().find(|p| p.stage == Stage::Shares));
         for &pass in shown {
