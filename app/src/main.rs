@@ -35,8 +35,11 @@ server: the-benchmarker/web-frameworks contract (GET /, GET /user/:id, POST /use
 rxbench reactor (io_uring, or epoll in rx / oneshot / legacy mode).
 
 usage:
-  server                      serve on $APP_BIND:$APP_PORT until SIGTERM or SIGINT
-                              (SIGUSR1: print the counters line and keep serving)
+  server [IGNORED...]         serve on $APP_BIND:$APP_PORT until SIGTERM or SIGINT
+                              (SIGUSR1: print the counters line and keep serving); other
+                              words are ignored with one line on stderr: the-benchmarker
+                              starts containers with `docker run -td IMAGE --network host`,
+                              whose trailing words reach an exec-form entrypoint
   server --healthcheck [URL]  GET URL (default http://127.0.0.1:$APP_PORT/); exit 0 on 2xx
   server --help
 
@@ -49,24 +52,27 @@ Configuration is read from the environment; see docs/runtime-config.md:
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.first().map(String::as_str) {
-        None => match serve() {
+        Some("--healthcheck") if args.len() <= 2 => {
+            healthcheck::run(args.get(1).map(String::as_str))
+        }
+        // A healthcheck asked for wrongly must not start a server in its place.
+        Some("--healthcheck") => {
+            eprintln!("server: --healthcheck takes at most one URL; see server --help");
+            2
+        }
+        Some("-h" | "--help") => {
+            println!("{HELP}");
+            0
+        }
+        // Words the server does not take (the-benchmarker's trailing `--network host`, see
+        // HELP) are not a reason to die before serving: say once what is ignored, then serve.
+        _ => match serve(&args) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("server: {e}");
                 1
             }
         },
-        Some("--healthcheck") if args.len() <= 2 => {
-            healthcheck::run(args.get(1).map(String::as_str))
-        }
-        Some("-h" | "--help") => {
-            println!("{HELP}");
-            0
-        }
-        Some(other) => {
-            eprintln!("server: unexpected argument '{other}'; see server --help");
-            2
-        }
     };
     std::process::exit(code);
 }
@@ -127,7 +133,9 @@ fn wait_for_signal(set: &libc::sigset_t) -> i32 {
     sig
 }
 
-fn serve() -> Result<(), String> {
+/// Serves until SIGTERM or SIGINT. `ignored` are the command-line words the server does not
+/// take: named once on stderr, after the start-up line (which stays the first line).
+fn serve(ignored: &[String]) -> Result<(), String> {
     let config = Config::from_env().map_err(|e| e.to_string())?;
     let signals = block_control_signals();
     let nofile = raise_nofile_limit();
@@ -221,6 +229,9 @@ fn serve() -> Result<(), String> {
         io_uring: report.io_uring(),
     };
     eprintln!("{startup}");
+    if !ignored.is_empty() {
+        eprintln!("server: ignoring arguments {ignored:?} (configuration comes from the environment; see server --help)");
+    }
 
     let mut snapshots_taken = 0u64;
     let sig = loop {

@@ -32,8 +32,13 @@ fn a_bad_knob_is_a_start_up_error_that_names_it() {
             "{err}"
         );
     }
-    let out = Command::new(SERVER).arg("--bogus").output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    // A word on the command line does not hide a bad knob (words are ignored, knobs are not).
+    let out = Command::new(SERVER)
+        .arg("--bogus")
+        .env("APP_WORKERS", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]
@@ -485,4 +490,48 @@ fn help_explains_the_knobs() {
     ] {
         assert!(text.contains(knob), "{knob}");
     }
+}
+
+/// the-benchmarker starts every container with `docker run -td IMAGE --network host`: with an
+/// exec-form entrypoint those two words reach the server. It must serve anyway, and say once
+/// (after the start-up line, which stays first) what it ignored.
+#[test]
+fn trailing_words_from_the_benchmarkers_docker_run_are_ignored_not_fatal() {
+    let mut child = Command::new(SERVER)
+        .args(["--network", "host"])
+        .env("APP_BIND", "127.0.0.1")
+        .env("APP_PORT", "0")
+        .env("APP_WORKERS", "1")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (mut first, mut second) = (String::new(), String::new());
+    std::io::BufRead::read_line(&mut stderr, &mut first).unwrap();
+    std::io::BufRead::read_line(&mut stderr, &mut second).unwrap();
+    let port: u16 = first
+        .strip_prefix("server listening on 127.0.0.1:")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the start-up line must stay first: {first:?}"));
+    assert!(
+        second.contains("ignoring arguments") && second.contains("--network"),
+        "{second:?}"
+    );
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::io::Write::write_all(
+        &mut s,
+        b"GET /user/7 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut s, &mut answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("\r\n\r\n7"),
+        "{answer:?}"
+    );
+    // SAFETY: kill sends a signal to the child we spawned; no memory is involved.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
 }

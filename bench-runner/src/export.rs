@@ -163,31 +163,98 @@ same line and keeps serving.
 
 ## Load models
 
-The board measured with a fresh TCP connection per request (oha `--disable-keepalive`)
-from 2025-02 until 2026-08, and since then with zrk, open-loop (`-R RATE`, latency from each
-request's due time). rxbench measures this server in both and in closed-loop keep-alive
-(`bench-runner --load keepalive,per-request,open`, with its own generator rxload and, as a
-cross-check, `--driver oha`); each of its results names the load model it ran. With one
-request per connection the server answers `Connection: close` by closing itself, without
-lingering when the client sent nothing after its last request.
+The board's load generator has changed with time, and with it what a result measures
+(their pull requests): wrk with `Connection: close` — a connection per request — until
+2025-03 (#8183); oha, a connection per request (#8258); wrk kept alive from 2025-04 (#8344);
+oha a connection per request again from 2025-09 (#8630, `--disable-keepalive`); zrk, kept
+alive, from 2026-08 (#9668; #9714, which asked for both modes, closed unmerged). rxbench
+measures this server in the three models those periods used: `per-request` (a fresh TCP
+connection per request: the wrk-close and oha periods), `keepalive` (closed loop, kept
+alive: the wrk period of 2025 and zrk `--closed`) and `open` (zrk's default, `-R RATE`,
+latency from each request's due time) — `bench-runner --load keepalive,per-request,open`,
+with its own generator rxload and, as a cross-check, `--driver oha`; each of its results
+names the load model it ran. With one request per connection the server answers
+`Connection: close` by closing itself, without lingering when the client sent nothing after
+its last request.
+
+## Arguments
+
+The server takes its configuration from the environment. Their pipeline starts containers
+with `docker run -td IMAGE --network host`, whose trailing words reach an exec-form
+entrypoint as arguments: the server ignores words it does not take, naming them once on
+stderr after its start-up line.
 ";
 
-fn copy_rs(from: &Path, to: &Path) -> Result<usize> {
+/// Files that exist for rxbench's own tests and fuzz target, not for the server: the entry
+/// leaves them out (and the declarations that name them, below).
+const TEST_ONLY: [&str; 3] = [
+    "app/src/http/tests.rs",
+    "app/src/http/invariants.rs",
+    "app/src/framing_reference.rs",
+];
+
+/// `text` without the `#[cfg(test)]` / `#[cfg(any(test, fuzzing))]` declarations of the
+/// modules in [`TEST_ONLY`] (`mod m;`, `pub use m::…;`): the entry carries neither the files
+/// nor a `fuzzing` cfg its manifest would have to declare.
+fn without_test_modules(text: &str) -> String {
+    let dropped: Vec<&str> = TEST_ONLY
+        .iter()
+        .filter_map(|p| Path::new(p).file_stem()?.to_str())
+        .collect();
+    let names_dropped = |line: &str| {
+        let line = line.trim();
+        let item = line
+            .strip_prefix("pub use ")
+            .or_else(|| line.strip_prefix("mod "))
+            .unwrap_or("");
+        dropped.iter().any(|m| {
+            item.strip_prefix(m)
+                .is_some_and(|rest| rest.starts_with([';', ':']))
+        })
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let gated = lines[i].trim_start().starts_with("#[cfg(") && lines[i].contains("test");
+        if gated && lines.get(i + 1).is_some_and(|next| names_dropped(next)) {
+            i += 2;
+            continue;
+        }
+        out.push_str(lines[i]);
+        out.push('\n');
+        i += 1;
+    }
+    out
+}
+
+/// The entry's comments point at rxbench's docs where it has the page: the knobs are in its
+/// own README; every other `docs/` page is rxbench's (at `docs_base` when the entry names the
+/// project's repository).
+fn relinked(text: &str, docs_base: &str) -> String {
+    text.replace("docs/runtime-config.md", "README.md")
+        .replace("docs/", &format!("{docs_base}docs/"))
+}
+
+fn copy_rs(root: &Path, from: &str, to: &Path, docs_base: &str) -> Result<usize> {
+    let dir = root.join(from);
     let mut n = 0;
-    for entry in std::fs::read_dir(from).map_err(file::error("reading", from))? {
-        let path = entry.map_err(file::error("reading", from))?.path();
+    for entry in std::fs::read_dir(&dir).map_err(file::error("reading", &dir))? {
+        let path = entry.map_err(file::error("reading", &dir))?.path();
         let name = path.file_name().expect("entry name").to_owned();
+        let relative = format!("{from}/{}", name.to_string_lossy());
         if path.is_dir() {
             if name == "bin" {
                 continue; // test helpers (reactor-probe), not part of the server
             }
-            n += copy_rs(&path, &to.join(&name))?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
+            n += copy_rs(root, &relative, &to.join(&name), docs_base)?;
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && !TEST_ONLY.contains(&relative.as_str())
+        {
             std::fs::create_dir_all(to).map_err(file::error("creating", to))?;
             let text = std::fs::read_to_string(&path).map_err(file::error("reading", &path))?;
-            // The entry carries its own README, not rxbench's docs/.
             let target = to.join(&name);
-            std::fs::write(&target, text.replace("docs/runtime-config.md", "README.md"))
+            std::fs::write(&target, relinked(&without_test_modules(&text), docs_base))
                 .map_err(file::error("writing", &target))?;
             n += 1;
         }
@@ -215,9 +282,46 @@ pub fn export(root: &Path, out: &Path, links: &Links) -> Result<()> {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(file::error("writing", &path))?;
     }
-    let n = copy_rs(&root.join("reactor/src"), &dir.join("reactor/src"))?
-        + copy_rs(&root.join("app/src"), &dir.join("app/src"))?
-        + copy_rs(&root.join("wire/src"), &dir.join("wire/src"))?;
+    let docs_base = match &links.github {
+        Some(repo) => format!("https://github.com/{repo}/blob/main/"),
+        None => "rxbench's ".to_string(),
+    };
+    let mut n = 0;
+    for part in ["reactor", "app", "wire"] {
+        n += copy_rs(
+            root,
+            &format!("{part}/src"),
+            &dir.join(part).join("src"),
+            &docs_base,
+        )?;
+    }
     println!("wrote {} ({} source files): build with `cargo build --release` there; the binary is target/release/server", dir.display(), n);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_only_declarations_go_and_everything_else_stays() {
+        let text = "mod encode;\n#[cfg(any(test, fuzzing))]\nmod invariants;\nmod route;\n#[cfg(any(test, fuzzing))]\npub use invariants::check_invariants;\n#[cfg(test)]\npub use invariants::smoke_corpus;\n#[cfg(test)]\nmod tests;\n#[cfg(test)]\nmod pool_tests;\n";
+        assert_eq!(
+            without_test_modules(text),
+            "mod encode;\nmod route;\n#[cfg(test)]\nmod pool_tests;\n"
+        );
+    }
+
+    #[test]
+    fn docs_links_point_where_the_page_is() {
+        let text = "// see docs/runtime-config.md and docs/performance.md";
+        assert_eq!(
+            relinked(text, "https://github.com/o/r/blob/main/"),
+            "// see README.md and https://github.com/o/r/blob/main/docs/performance.md"
+        );
+        assert_eq!(
+            relinked(text, "rxbench's "),
+            "// see README.md and rxbench's docs/performance.md"
+        );
+    }
 }

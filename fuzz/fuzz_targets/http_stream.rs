@@ -12,7 +12,7 @@
 mod chunked;
 #[path = "../../app/src/framing_reference.rs"]
 mod framing_reference;
-#[path = "../../app/src/http.rs"]
+#[path = "../../app/src/http/mod.rs"]
 mod http;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -110,11 +110,39 @@ mod tests {
         );
     }
 
+    /// What `io_uring_setup(1, {0})` returns in a forked child (after every earlier pre_exec
+    /// hook of `cmd`, the filter among them), as the child's exit status: 0 when it got a
+    /// ring, else its errno; 100 when a syscall the filter must leave alone (getpid) failed.
+    fn io_uring_setup_in_child(cmd: &mut Command) -> i32 {
+        // SAFETY: the closure runs in the forked child before exec; it makes raw syscalls
+        // (getpid, io_uring_setup, _exit) on a stack-local params block, all async-signal-safe,
+        // and allocates nothing. It never returns: the child ends here, not in exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::getpid() <= 0 {
+                    libc::_exit(100);
+                }
+                let mut params = [0u8; 120]; // struct io_uring_params, zeroed
+                let fd = libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr());
+                libc::_exit(if fd >= 0 {
+                    0
+                } else {
+                    *libc::__errno_location()
+                });
+            });
+        }
+        cmd.status().unwrap().code().unwrap()
+    }
+
     #[test]
     fn child_sees_the_chosen_errno_and_nothing_else_changes() {
-        // `sh -c 'exit 0'` must still work: only io_uring is denied. The errno itself is
-        // checked by the reactor's fallback tests, which call io_uring_setup in the child.
         for errno in [libc::EPERM, libc::ENOSYS] {
+            // A real io_uring_setup in the filtered child fails with exactly this errno,
+            // while getpid still works.
+            let mut cmd = Command::new("true");
+            deny_io_uring_in_child(&mut cmd, errno).unwrap();
+            assert_eq!(io_uring_setup_in_child(&mut cmd), errno, "errno {errno}");
+            // And exec and an ordinary program still work under the filter.
             let mut cmd = Command::new("sh");
             cmd.args(["-c", "exit 7"]);
             let status = deny_io_uring_in_child(&mut cmd, errno)
@@ -123,6 +151,15 @@ mod tests {
                 .unwrap();
             assert_eq!(status.code(), Some(7));
         }
+        // Without the filter the same child gets a ring (the comparison that makes the errno
+        // the filter's doing), unless this kernel refuses io_uring to everyone.
+        let unfiltered = io_uring_setup_in_child(&mut Command::new("true"));
+        let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+            .is_ok_and(|v| v.trim() != "0");
+        assert!(
+            unfiltered == 0 || disabled,
+            "io_uring_setup failed with errno {unfiltered} without any filter"
+        );
     }
 
     #[test]
