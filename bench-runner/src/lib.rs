@@ -39,6 +39,7 @@ pub mod peers;
 pub mod plan;
 pub mod pool;
 pub mod preflight;
+pub mod probe;
 pub mod record;
 pub mod render;
 pub mod run;

@@ -6,7 +6,7 @@ use clap::Parser;
 
 use bench_runner::cli::{Cli, Cmd};
 use bench_runner::engine::Engine as _;
-use bench_runner::{calibrate, engine, export, peers, record, repo_root, run};
+use bench_runner::{calibrate, cpus, engine, export, peers, record, repo_root, run};
 
 /// With `panic = "abort"` nothing unwinds, so a panic removes the run's containers here,
 /// before the process dies (a later run would remove them too, at its start).
@@ -47,6 +47,7 @@ fn main() {
         }) => export::export(&repo_root(), &out, &export::Links { github, website })
             .map_err(Into::into),
         Some(Cmd::BuildImages) => runtime.block_on(build_images()),
+        Some(Cmd::Probe { cpu, json }) => probe(cpu, json),
         Some(Cmd::Clean) => runtime.block_on(clean()),
         Some(Cmd::Calibrate(args)) => runtime
             .block_on(run::run(calibrate::run_args(&args)))
@@ -73,6 +74,21 @@ async fn clean() -> Result<()> {
         "removed {n} rxbench container(s) and every rxbench network from {}",
         d.describe()
     );
+    Ok(())
+}
+
+/// `bench-runner probe`: the syscall cost a run would record, printed.
+fn probe(cpu: Option<usize>, json: bool) -> Result<()> {
+    let cpu = cpu.or_else(|| cpus::default_split().0.first().copied());
+    let cost = bench_runner::probe::measure(cpu)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&cost)?);
+    } else {
+        print!(
+            "{}",
+            bench_runner::probe::describe(&cost, &record::machine_here())
+        );
+    }
     Ok(())
 }
 

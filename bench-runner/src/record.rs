@@ -129,8 +129,19 @@ pub fn machine_here() -> Machine {
         .unwrap_or_default()
         .trim()
         .to_string();
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let cpu_id = match (field("cpu family"), field("model")) {
+        (Some(f), Some(m)) => Some(format!("family {f} model {m}")),
+        _ => None,
+    };
     Machine {
         cpu_model,
+        cpu_id,
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         kernel,
         virtualization: Some(virtualization(&cpuinfo)),

@@ -144,6 +144,16 @@ pub async fn run_on<E: Engine>(
     };
     let dir = m.out.join(&folder);
     std::fs::create_dir_all(&dir).map_err(crate::file::error("creating", &dir))?;
+    // What a syscall costs on the server CPU, before any server runs there (about a second):
+    // the report explains the block's cost with it. A probe that cannot run is a note, not a
+    // failed run.
+    let probe = match crate::probe::measure(server_cpus.first().copied()) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            notes.push(format!("no syscall probe: {e}"));
+            None
+        }
+    };
     let mut raw = Raw {
         schema: SCHEMA,
         engine: engine.describe(),
@@ -179,6 +189,7 @@ pub async fn run_on<E: Engine>(
         slices: vec![],
         notes,
         complete: false,
+        probe,
     };
 
     let abort = interrupt_flag();
@@ -220,6 +231,8 @@ pub async fn run_on<E: Engine>(
         summary.rows.len(),
         flagged
     );
+    // The answer, last, where a terminal leaves the reader.
+    print!("\n{}", render::headline::headline(&raw, &summary).plain());
     Ok(())
 }
 

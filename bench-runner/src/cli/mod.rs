@@ -69,6 +69,16 @@ pub enum Cmd {
     /// Remove every container and network an earlier run left behind (a runner killed with
     /// SIGKILL cannot clean up; the next run would remove them at its start)
     Clean,
+    /// What a syscall costs on this host, on the CPU a run's servers get (about a second):
+    /// why Docker's io_uring block costs more on one host than another. Every run records it
+    Probe {
+        /// The CPU to measure on (default: the first of the servers' CPUs a run would use)
+        #[arg(long)]
+        cpu: Option<usize>,
+        /// Print the figures as JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Build the images offline: rxbench-server, rxbench-runner (compose.yaml) and
     /// rxbench-rxload (deploy/k8s)
     BuildImages,
@@ -121,7 +131,7 @@ pub const DEFAULT_SLICES: u32 = 12;
 /// identical processes differ.
 pub const DEFAULT_INSTANCES: u32 = 2;
 /// The A/A half-width a full run keeps adding rounds for, in percent.
-pub const DEFAULT_TARGET_PCT: f64 = 2.0;
+pub const DEFAULT_TARGET_PCT: f64 = crate::summary::DEFAULT_RESOLUTION * 100.0;
 /// What a full run may spend measuring to reach it.
 pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(40 * 60);
 pub const DEFAULT_SLICE: Duration = Duration::from_secs(1);

@@ -217,7 +217,12 @@ pub fn peers(root: &Path) -> Result<PathBuf> {
 }
 
 /// The native `server`.
+/// The server binary a native run spawns: `RXBENCH_SERVER_BIN` when set (a prebuilt static
+/// binary carried to a machine without a toolchain: scripts/scale-run.sh), else built here.
 pub fn native_server(root: &Path) -> Result<PathBuf> {
+    if let Some(bin) = std::env::var_os("RXBENCH_SERVER_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
     cargo_build(root, "target/native", false, &["-p", "server"], "server")
 }
 

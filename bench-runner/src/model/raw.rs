@@ -121,6 +121,10 @@ impl Slice {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Machine {
     pub cpu_model: String,
+    /// `family 25 model 17`: the guest's CPU beyond its brand name (hosts of one brand differ
+    /// in what a syscall costs); runs recorded before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_id: Option<String>,
     pub cores: usize,
     pub kernel: String,
     /// `KVM guest`, `bare metal`…: a hypervisor changes what a syscall costs.
@@ -217,6 +221,10 @@ pub struct Raw {
     pub notes: Vec<String>,
     /// False while the run is going or when it was interrupted.
     pub complete: bool,
+    /// What a syscall cost on the server CPU when the run started ([`crate::probe`]); runs
+    /// recorded before the probe have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<crate::probe::SyscallCost>,
 }
 
 /// How a name shows instance `instance` (from 0) of `of`: `#2`, or nothing with one.

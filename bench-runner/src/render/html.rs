@@ -29,6 +29,10 @@ pub fn chart_caption(load: crate::model::LoadModel) -> String {
 pub const LATENCY_CAPTION: &str = "open loop: latency from each request's due time against the \
 offered load, as a share of each server's own keep-alive req/s (P99 thick, P50 thin; log axis)";
 
+/// The mark in table.md where the page inlines its figures (an HTML comment: invisible in a
+/// markdown viewer).
+pub const FIGURES_HERE: &str = "<!-- figures -->";
+
 /// The page: `table_md` rendered, with the figures (SVG, caption) inlined before the first
 /// section.
 pub fn page(title: &str, table_md: &str, figures: &[(String, String)]) -> String {
@@ -44,10 +48,18 @@ pub fn page(title: &str, table_md: &str, figures: &[(String, String)]) -> String
             .map_or(svg.as_str(), |(_, svg)| svg);
         inlined += &format!("<figure>{svg}<figcaption>{caption}</figcaption></figure>\n");
     }
-    match body.find("<h2>") {
-        Some(i) => body.insert_str(i, &inlined),
-        None => body.push_str(&inlined),
+    // Where table.md marks the figures' place (after the answer and how it was made), else
+    // before the first section.
+    if body.contains(FIGURES_HERE) {
+        body = body.replacen(FIGURES_HERE, &inlined, 1);
+    } else {
+        match body.find("<h2") {
+            Some(i) => body.insert_str(i, &inlined),
+            None => body.push_str(&inlined),
+        }
     }
+    // Sections can be linked (the headline links the glossary): an id from each h2's text.
+    let body = with_heading_ids(&body);
     // Wide tables scroll rather than overflow the page.
     let body = body
         .replace("<table>", "<div class=\"evidence\"><table>")
@@ -56,6 +68,46 @@ pub fn page(title: &str, table_md: &str, figures: &[(String, String)]) -> String
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
         escape(title)
     )
+}
+
+/// `<h2>What … here</h2>` → `<h2 id="what-…-here">…`: lower-case words joined by '-', the
+/// anchors GitHub gives the same headings in table.md.
+fn with_heading_ids(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(at) = rest.find("<h2>") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 4..];
+        let end = after.find("</h2>").unwrap_or(after.len());
+        let text = &after[..end];
+        let plain: String = strip_tags(text);
+        let id: String = plain
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-')
+            .collect::<String>()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join("-");
+        out.push_str(&format!("<h2 id=\"{id}\">"));
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+fn strip_tags(s: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for c in s.chars() {
+        match c {
+            '<' => inside = true,
+            '>' => inside = false,
+            c if !inside => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
 
 fn escape(s: &str) -> String {
@@ -86,11 +138,29 @@ mod tests {
         );
         assert!(!page.contains("<?xml"), "no XML declaration inside HTML");
         // The chart sits before the first section, after the introduction.
-        let (svg_at, h2_at) = (page.find("<svg").unwrap(), page.find("<h2>").unwrap());
+        let (svg_at, h2_at) = (page.find("<svg").unwrap(), page.find("<h2").unwrap());
         assert!(page.find("Intro.").unwrap() < svg_at && svg_at < h2_at);
         // Nothing is fetched: no external scripts, styles or images.
         for fetch in ["<script", "<link", "src=\"http", "<img"] {
             assert!(!page.contains(fetch), "{fetch}");
         }
+    }
+}
+
+#[cfg(test)]
+mod placement {
+    use super::*;
+
+    #[test]
+    fn figures_go_where_the_table_marks_them_and_sections_get_ids() {
+        let md = format!("# t\n\n## What it costs here\n\n- answer\n\n{FIGURES_HERE}\n\n## Profile `x`\n\ntext\n");
+        let page = page("t", &md, &[("<svg></svg>".into(), "c".into())]);
+        let (answer, svg, profile) = (
+            page.find("<h2 id=\"what-it-costs-here\">").unwrap(),
+            page.find("<svg").unwrap(),
+            page.find("<h2 id=\"profile-x\">").unwrap(),
+        );
+        assert!(answer < svg && svg < profile, "{page}");
+        assert!(!page.contains(FIGURES_HERE));
     }
 }

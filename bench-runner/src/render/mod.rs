@@ -6,12 +6,15 @@ mod chart;
 mod cross;
 mod csv;
 mod evidence;
+mod glossary;
+pub mod headline;
 mod html;
 mod latency;
 mod open;
 mod palette;
 mod resolution;
 mod table;
+mod why;
 
 use std::path::Path;
 
@@ -44,6 +47,9 @@ pub struct SummaryFile {
     pub complete: bool,
     pub notes: Vec<String>,
     pub servers: Vec<ServerRecord>,
+    /// The run's syscall probe ([`crate::probe`]), absent in runs recorded before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<crate::probe::SyscallCost>,
     #[serde(flatten)]
     pub summary: Summary,
 }
@@ -70,6 +76,7 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
         complete: raw.complete,
         notes: raw.notes.clone(),
         servers: raw.servers.clone(),
+        probe: raw.probe.clone(),
         summary,
     };
     write("summary.json", serde_json::to_string_pretty(&file)?)?;

@@ -1,14 +1,15 @@
 //! table.md's paragraphs on what a run can resolve: the A/A control's half-width, whether the
 //! run reached its `--target-resolution`, and how to read a `≈`.
 
-use crate::summary::{Metric, Summary, RESOLUTION_LIMIT, SATURATED};
+use crate::summary::{Metric, Summary, SATURATED};
 
 pub(super) fn pct(x: f64) -> String {
     format!("±{:.1} %", x * 100.0)
 }
 
 /// The resolution paragraph: the worst A/A half-width, and a warning when it is too wide.
-pub(super) fn resolution_text(s: &Summary, instances: u32) -> String {
+/// `limit`: the half-width the run is judged against ([`crate::summary::resolution_limit`]).
+pub(super) fn resolution_text(s: &Summary, instances: u32, limit: f64) -> String {
     let mut t = if instances > 1 {
         format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server as two configurations of {instances} instances — half-width of its 95 % interval over instances and rounds, worst cell): ")
     } else {
@@ -28,8 +29,8 @@ pub(super) fn resolution_text(s: &Summary, instances: u32) -> String {
                 cpu.map_or("–".into(), |c| pct(*c)),
                 rps.map_or("–".into(), |r| pct(*r))
             );
-            if cpu.is_some_and(|c| *c > RESOLUTION_LIMIT) {
-                t += &format!(" **This run was too noisy to separate effects smaller than {}** (the limit is ±{:.0} %).", pct(*cpu.unwrap()), RESOLUTION_LIMIT * 100.0);
+            if cpu.is_some_and(|c| *c > limit) {
+                t += &format!(" **This run was too noisy to separate effects smaller than {}** (its target is ±{:.0} %).", pct(*cpu.unwrap()), limit * 100.0);
             }
         }
     }

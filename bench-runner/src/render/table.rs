@@ -44,6 +44,10 @@ pub fn comparison<'a>(
 
 pub fn markdown(raw: &Raw, s: &Summary) -> String {
     let mut t = String::from("# rxbench results\n\n");
+    // The answer first; how it was made, and the evidence, after.
+    t += &super::headline::headline(raw, s).markdown();
+    t += &seed_pr_table(s, &st_first_route(raw));
+    t += &super::why::section(raw, s);
     let st = &raw.settings;
     let factors = raw.machine.cost_factors();
     t += &format!(
@@ -90,7 +94,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         t += &format!("Load models: {}. Each is a level of the matrix like the connection count: a comparison pairs two servers under the same model, and each model has its own tables, resolution and evidence below.\n\n", loads.join("; "));
     }
     if !by_load {
-        t += &resolution_text(s, st.instances);
+        t += &resolution_text(s, st.instances, crate::summary::resolution_limit(st));
     }
     for n in &raw.notes {
         t += &format!("- {n}\n");
@@ -111,6 +115,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then in brackets its 95 % interval from the order statistics of the pairs (none below 6 pairs). {}", how_to_read_rest("medians"));
     }
 
+    t += &format!("{}\n\n", super::html::FIGURES_HERE);
     let mut routes = st.route_names();
     if routes.len() > 1 {
         routes.push(MEAN_ROUTE.into());
@@ -119,7 +124,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     for (load, part) in &parts {
         if by_load {
             t += &format!("# Load `{}`: {}\n\n", load.name(), load.describe());
-            t += &resolution_text(part, st.instances);
+            t += &resolution_text(part, st.instances, crate::summary::resolution_limit(st));
         }
         t += &load_tables(part, *load, &routes);
     }
@@ -133,6 +138,84 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         t += &evidence_rows(s, None);
     }
     t += &evidence_notes(raw);
+    t += super::glossary::GLOSSARY;
+    t
+}
+
+fn st_first_route(raw: &Raw) -> String {
+    raw.settings
+        .route_names()
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+}
+
+/// The seed PR's own table: connections × epoll before (legacy) / after (rx) / io_uring,
+/// req/s and P50, kept alive, with no seccomp filter (`relaxed`, as the PR measured outside
+/// any container).
+fn seed_pr_table(s: &Summary, route: &str) -> String {
+    let s = &s.for_load(LoadModel::KeepAlive);
+    let cols = [
+        ServerConfig::Legacy,
+        ServerConfig::Rx,
+        ServerConfig::IoUring,
+    ];
+    let levels: Vec<u32> = {
+        let mut v: Vec<u32> = s
+            .rows
+            .iter()
+            .filter(|r| r.load == LoadModel::KeepAlive && r.profile == Profile::Relaxed)
+            .map(|r| r.conns)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let get = |c: ServerConfig, n: u32| {
+        s.rows.iter().find(|r| {
+            r.load == LoadModel::KeepAlive
+                && r.profile == Profile::Relaxed
+                && r.config == Subject::Own(c)
+                && r.conns == n
+                && r.route == route
+        })
+    };
+    if levels.is_empty()
+        || !cols
+            .iter()
+            .all(|&c| levels.iter().any(|&n| get(c, n).is_some()))
+    {
+        return String::new();
+    }
+    let mut t = String::from("## The seed PR's table, measured here\n\nKept alive, `relaxed` (no seccomp filter), one worker; req/s (median of saturated slices) and P50, then rx against legacy paired on CPU per request (the fix, as a cost: below 0 is cheaper).\n\n| conns | epoll before (legacy) | epoll after (rx) | io_uring | rx vs legacy, CPU per request |\n| --- | --- | --- | --- | --- |\n");
+    for n in levels {
+        let cell = |c| {
+            get(c, n).map_or("–".to_string(), |r| {
+                format!(
+                    "{} · {}",
+                    short_rate(r.rps_median),
+                    two_digit_latency(r.p50_us)
+                )
+            })
+        };
+        let fix = comparison(
+            s,
+            Profile::Relaxed,
+            &Subject::Own(ServerConfig::Rx),
+            (Profile::Relaxed, &Subject::Own(ServerConfig::Legacy)),
+            n,
+            route,
+            Metric::CpuPerRequest,
+        )
+        .map_or("–".to_string(), |c| ratio_text(&c.interval()));
+        t += &format!(
+            "| {n} | {} | {} | {} | {fix} |\n",
+            cell(ServerConfig::Legacy),
+            cell(ServerConfig::Rx),
+            cell(ServerConfig::IoUring)
+        );
+    }
+    t += "\n";
     t
 }
 

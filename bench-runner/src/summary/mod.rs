@@ -15,8 +15,8 @@ use means::{add_route_means, route_means};
 pub use pairs::comparison_pairs;
 use row::row;
 pub use types::{
-    Comparison, Metric, OpenRow, Resolution, RouteMean, Row, Summary, KEPT_UP, MEAN_ROUTE,
-    RESOLUTION_LIMIT, SATURATED,
+    resolution_limit, Comparison, Metric, OpenRow, Resolution, RouteMean, Row, Summary,
+    DEFAULT_RESOLUTION, KEPT_UP, MEAN_ROUTE, SATURATED,
 };
 
 /// A slice's value on `metric`, as comparisons pair them: none from a failed slice, and req/s

@@ -116,7 +116,10 @@ pub(super) fn row(
         let n = "no slice saturated the server: req/s is the median of all slices and measured the driver or the machine";
         note = Some(note.map_or(n.to_string(), |o| format!("{o}; {n}")));
     }
-    let rps_basis = if saturated.is_empty() {
+    // Closed loop, req/s is the server's capacity: only saturated slices measured it. Open
+    // loop, the schedule sets the rate and a row's req/s is what it achieved of it: every
+    // slice counts (a saturated open-loop slice is one that fell behind, not the rule).
+    let rps_basis = if saturated.is_empty() || load.offered().is_some() {
         &all_rps
     } else {
         &saturated

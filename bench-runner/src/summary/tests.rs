@@ -147,6 +147,7 @@ pub fn synthetic_instances(
         slices,
         notes: vec![],
         complete: true,
+        probe: None,
     }
 }
 

@@ -11,8 +11,18 @@ use crate::stats::Interval;
 /// A slice in which the server used less of its CPUs than this is unsaturated: its req/s
 /// measured the driver or the machine, not the server.
 pub const SATURATED: f64 = 0.90;
-/// A resolution worse than this (A/A half-width) cannot separate the effects this suite is for.
-pub const RESOLUTION_LIMIT: f64 = 0.03;
+/// The A/A half-width a run is judged against when it set no `--target-resolution` of its own
+/// (the default target's: one threshold, whether the runner adds rounds for it or the table
+/// calls a run too noisy).
+pub const DEFAULT_RESOLUTION: f64 = 0.02;
+
+/// The A/A half-width this run is judged against: its own target, or [`DEFAULT_RESOLUTION`].
+pub fn resolution_limit(settings: &crate::model::Settings) -> f64 {
+    settings
+        .target
+        .as_ref()
+        .map_or(DEFAULT_RESOLUTION, |t| t.half_width)
+}
 /// The pseudo-route of the-benchmarker's published figure: the mean over the routes.
 pub const MEAN_ROUTE: &str = "mean";
 
@@ -90,7 +100,8 @@ pub struct Row {
     /// Slices that measured (the name is the old table's: one slice per round).
     pub rounds_ok: u32,
     pub rounds_failed: u32,
-    /// Median req/s over the saturated slices (over all, when none was saturated).
+    /// Median req/s over the saturated slices (over all, when none was saturated); open loop,
+    /// the rate achieved, over every slice.
     pub rps_median: f64,
     pub rps_min: f64,
     pub rps_max: f64,

@@ -1,0 +1,486 @@
+//! The answer first: what Docker's io_uring block costs a server on this host, in at most ten
+//! lines a framework author reads before anything else — at the top of table.md and
+//! report.html, and as the last lines the runner prints. Generated from the summary alone, so
+//! that a re-render of any committed run has one (a field an older run did not record is named
+//! missing, never guessed).
+
+use crate::model::{LoadModel, Profile, Raw, ServerConfig, Subject};
+use crate::summary::{Comparison, Metric, Summary};
+
+/// The question the block answers: its title everywhere.
+pub const TITLE: &str = "What Docker's io_uring block costs here";
+
+/// A line that details the line above it (a nested bullet).
+const SUB: &str = "  ";
+
+/// The headline's lines, each a sentence in plain words (markdown emphasis only); a line that
+/// starts with [`SUB`] details the one above it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Headline {
+    pub lines: Vec<String>,
+}
+
+impl Headline {
+    /// As table.md and report.html open: a section titled with the question.
+    pub fn markdown(&self) -> String {
+        let mut t = format!("## {TITLE}\n\n");
+        for l in &self.lines {
+            match l.strip_prefix(SUB) {
+                Some(detail) => t += &format!("  - {detail}\n"),
+                None => t += &format!("- {l}\n"),
+            }
+        }
+        t += "\nTerms: [glossary](#glossary). The evidence for every figure follows.\n\n";
+        t
+    }
+
+    /// As the runner prints it last: the same lines without markdown.
+    pub fn plain(&self) -> String {
+        let mut t = format!("{TITLE}:\n");
+        for l in &self.lines {
+            let plain = l.replace("**", "").replace('`', "");
+            match plain.strip_prefix(SUB) {
+                Some(detail) => t += &format!("      {detail}\n"),
+                None => t += &format!("  - {plain}\n"),
+            }
+        }
+        t
+    }
+}
+
+/// A paired change in percent with its interval, or that it is not resolved and at what width.
+fn change(c: &Comparison) -> String {
+    let pct = |r: f64| {
+        let p = (r - 1.0) * 100.0;
+        if p.abs() < 0.05 {
+            "0.0".to_string()
+        } else if p > 0.0 {
+            format!("+{p:.1}")
+        } else {
+            format!("\u{2212}{:.1}", -p)
+        }
+    };
+    if c.significant {
+        format!(
+            "{} % [{}, {}]",
+            pct(c.ratio_median),
+            pct(c.ci95_low),
+            pct(c.ci95_high)
+        )
+    } else {
+        let reach = (c.ci95_low - 1.0).abs().max((c.ci95_high - 1.0).abs()) * 100.0;
+        format!("not resolved at ±{reach:.0} %")
+    }
+}
+
+/// The comparisons of `config` under `profile` against `baseline` under `base_profile`, for
+/// one load model and metric, by connection level.
+fn cells<'a>(
+    s: &'a Summary,
+    route: &str,
+    load: LoadModel,
+    metric: Metric,
+    (config, profile): (&Subject, Profile),
+    (baseline, base_profile): (&Subject, Profile),
+) -> Vec<&'a Comparison> {
+    let mut v: Vec<&Comparison> = s
+        .comparisons
+        .iter()
+        .filter(|c| {
+            c.load == load
+                && c.metric == metric
+                && &c.config == config
+                && c.profile == profile
+                && &c.baseline == baseline
+                && c.baseline_profile == base_profile
+                && c.route == route
+        })
+        .collect();
+    v.sort_by_key(|c| c.conns);
+    v
+}
+
+/// `kept alive (64 / 256 / 512 connections)` and the cells' changes joined the same way.
+fn per_level(label: &str, cs: &[&Comparison]) -> Option<String> {
+    if cs.is_empty() {
+        return None;
+    }
+    let levels: Vec<String> = cs.iter().map(|c| c.conns.to_string()).collect();
+    let changes: Vec<String> = cs.iter().map(|c| change(c)).collect();
+    Some(format!(
+        "{label} ({} connections): {}",
+        levels.join(" / "),
+        changes.join(" · ")
+    ))
+}
+
+pub(super) fn load_label(load: LoadModel) -> String {
+    use crate::model::Offered;
+    match load {
+        LoadModel::KeepAlive => "kept alive".into(),
+        LoadModel::PerRequest => "a connection per request".into(),
+        LoadModel::Open(Offered::Own(p)) => format!("open loop at {p} % of its capacity"),
+        LoadModel::Open(Offered::Slowest(p)) => {
+            format!("open loop, every server at {p} % of the slowest's capacity")
+        }
+        LoadModel::Open(Offered::Fixed(n)) => format!("open loop at {n} req/s"),
+    }
+}
+
+/// The route a headline speaks of: the run's first (comparisons are per route).
+fn first_route(raw: &Raw) -> String {
+    raw.settings
+        .route_names()
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+}
+
+/// What the block costs `server` (under `no-io-uring` against `relaxed`), one line per load
+/// model: CPU per request, and req/s where saturated slices allowed a comparison.
+fn block_cost(raw: &Raw, s: &Summary, server: &Subject, who: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let route = first_route(raw);
+    let pair = |load, metric| {
+        cells(
+            s,
+            &route,
+            load,
+            metric,
+            (server, Profile::NoIoUring),
+            (server, Profile::Relaxed),
+        )
+    };
+    let mut parts = Vec::new();
+    for &load in &raw.settings.loads {
+        let Some(cpu) = per_level(&load_label(load), &pair(load, Metric::CpuPerRequest)) else {
+            continue;
+        };
+        let rps = pair(load, Metric::Rps);
+        let rps = if rps.iter().any(|c| c.significant) {
+            let shown: Vec<String> = rps
+                .iter()
+                .map(|c| format!("{} at {}", change(c), c.conns))
+                .collect();
+            format!("; req/s {}", shown.join(", "))
+        } else {
+            String::new()
+        };
+        parts.push(format!("{cpu}{rps}"));
+    }
+    if !parts.is_empty() {
+        lines.push(format!(
+            "**{who}** under the block (`no-io-uring` against `relaxed`), change in CPU per request:"
+        ));
+        lines.extend(parts.into_iter().map(|p| format!("{SUB}{p}")));
+    }
+    lines
+}
+
+/// What the block costs an epoll server (rx under `no-io-uring` against `relaxed`): which cells
+/// resolve, over every load model.
+fn epoll_cost(raw: &Raw, s: &Summary) -> Option<String> {
+    let rx = Subject::Own(ServerConfig::Rx);
+    let route = first_route(raw);
+    let all: Vec<&Comparison> = raw
+        .settings
+        .loads
+        .iter()
+        .flat_map(|&load| {
+            cells(
+                s,
+                &route,
+                load,
+                Metric::CpuPerRequest,
+                (&rx, Profile::NoIoUring),
+                (&rx, Profile::Relaxed),
+            )
+        })
+        .collect();
+    if all.is_empty() {
+        return None;
+    }
+    let resolved: Vec<String> = all
+        .iter()
+        .filter(|c| c.significant)
+        .map(|c| {
+            format!(
+                "{}, {} connections: {}",
+                load_label(c.load),
+                c.conns,
+                change(c)
+            )
+        })
+        .collect();
+    let widths: Vec<f64> = all
+        .iter()
+        .map(|c| (c.ci95_high - c.ci95_low) / 2.0 * 100.0)
+        .collect();
+    let (lo, hi) = (
+        widths.iter().copied().fold(f64::INFINITY, f64::min),
+        widths.iter().copied().fold(0.0, f64::max),
+    );
+    let head = format!(
+        "**An epoll server** (rx, which never asks for io_uring) under the block: nothing resolvable in {} of {} cells (intervals ±{lo:.0}–{hi:.0} %)",
+        all.len() - resolved.len(),
+        all.len()
+    );
+    Some(if resolved.is_empty() {
+        format!("{head}: the block costs it nothing this run can see.")
+    } else {
+        format!("{head}; resolved: {}.", resolved.join(", "))
+    })
+}
+
+/// The seed PR's fix: rx against legacy, kept alive, in the profile a blocked server runs.
+fn seed_fix(raw: &Raw, s: &Summary) -> Option<String> {
+    let route = first_route(raw);
+    let (rx, legacy) = (
+        Subject::Own(ServerConfig::Rx),
+        Subject::Own(ServerConfig::Legacy),
+    );
+    for profile in [Profile::NoIoUring, Profile::Relaxed, Profile::Default] {
+        let cs = cells(
+            s,
+            &route,
+            LoadModel::KeepAlive,
+            Metric::CpuPerRequest,
+            (&rx, profile),
+            (&legacy, profile),
+        );
+        if let Some(line) = per_level("kept alive", &cs) {
+            return Some(format!(
+                "**The seed PR's fix** (epoll registered once, `rx`, against the re-arm per request, `legacy`) under `{}`, CPU per request — {line}.",
+                profile.name()
+            ));
+        }
+    }
+    None
+}
+
+/// Whether this engine's own default profile let io_uring through (what the io_uring server
+/// said it ran under `default`).
+fn engine_default(raw: &Raw, s: &Summary) -> String {
+    if raw.engine.starts_with("native") {
+        return "**This engine**: none (native run): `no-io-uring` is a seccomp filter in the server's process, Docker ≥ 25's behaviour; there is no engine `default` profile to test.".into();
+    }
+    let observed = s
+        .rows
+        .iter()
+        .find(|r| r.profile == Profile::Default && r.config == Subject::Own(ServerConfig::IoUring))
+        .map(|r| (r.backend_observed.clone(), r.io_uring.clone()));
+    match observed {
+        Some((backend, _)) if backend.starts_with("io_uring") => format!(
+            "**This engine's `default` profile** ({}) lets io_uring through, as Docker did before 25: here `no-io-uring` stands in for Docker ≥ 25, containerd ≥ 2, Podman and CRI-O.",
+            raw.engine
+        ),
+        Some((backend, why)) => format!(
+            "**This engine's `default` profile** ({}) blocks io_uring (the server ran {backend}, io_uring {why}): its `default` rows are the block itself.",
+            raw.engine
+        ),
+        None => format!(
+            "**This engine** ({}): the io_uring server was not measured under its `default` profile, so this run does not say whether it blocks io_uring.",
+            raw.engine
+        ),
+    }
+}
+
+/// The machine in one phrase: what a syscall costs depends on it.
+pub fn machine_phrase(m: &crate::model::Machine) -> String {
+    let cpu = match &m.cpu_id {
+        Some(id) => format!("{} {id}", m.cpu_model),
+        None => m.cpu_model.clone(),
+    };
+    let mut parts = vec![format!("{cpu} ({} cores)", m.cores)];
+    parts.extend(m.virtualization.clone());
+    if let Some(v2) = m.mitigations.get("spectre_v2") {
+        let first = v2.split(';').next().unwrap_or(v2).trim();
+        parts.push(format!(
+            "spectre_v2 {}",
+            first.trim_start_matches("Mitigation: ")
+        ));
+    } else if m.mitigations.is_empty() {
+        parts.push("mitigations not recorded".into());
+    }
+    parts.push(format!("kernel {}", m.kernel));
+    parts.join(", ")
+}
+
+/// The run's resolution in one phrase: the A/A control's half-widths on CPU per request.
+fn resolution(s: &Summary) -> String {
+    let cpu: Vec<f64> = s
+        .resolution
+        .iter()
+        .filter(|r| r.metric == Metric::CpuPerRequest)
+        .map(|r| r.half_width * 100.0)
+        .collect();
+    if cpu.is_empty() {
+        return "no A/A control in this run: it cannot say how small a difference it resolves"
+            .into();
+    }
+    let apart = s
+        .resolution
+        .iter()
+        .filter(|r| r.metric == Metric::CpuPerRequest && r.aa_apart)
+        .count();
+    let (lo, hi) = (
+        cpu.iter().copied().fold(f64::INFINITY, f64::min),
+        cpu.iter().copied().fold(0.0, f64::max),
+    );
+    format!(
+        "two identical servers (the A/A control) resolve ±{lo:.1}–{hi:.1} % on CPU per request, and came out apart in {apart} of {} cells",
+        cpu.len()
+    )
+}
+
+/// The headline of a run.
+pub fn headline(raw: &Raw, s: &Summary) -> Headline {
+    let mut lines = Vec::new();
+    let io_uring = Subject::Own(ServerConfig::IoUring);
+    lines.extend(block_cost(raw, s, &io_uring, "The io_uring server"));
+    // Foreign servers (`--server`): the reader's own, what the block costs it.
+    let mut foreign: Vec<Subject> = s
+        .rows
+        .iter()
+        .filter(|r| r.config.own().is_none())
+        .map(|r| r.config.clone())
+        .collect();
+    foreign.sort();
+    foreign.dedup();
+    for f in &foreign {
+        lines.extend(block_cost(raw, s, f, &format!("`{}`", f.name())));
+    }
+    if lines.is_empty() {
+        lines.push("This run did not measure a server under both `no-io-uring` and `relaxed`: it cannot say what the block costs (run the default plan, or add `--profiles no-io-uring,relaxed`).".into());
+    }
+    if !lines[0].starts_with("This run did not") {
+        lines.push(super::why::sentence(raw, s));
+    }
+    lines.extend(epoll_cost(raw, s));
+    lines.extend(seed_fix(raw, s));
+    lines.push(engine_default(raw, s));
+    lines.push(format!(
+        "**Here**: {}; {}.",
+        machine_phrase(&raw.machine),
+        resolution(s)
+    ));
+    Headline { lines }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ServerKey;
+    use crate::summary::summarise;
+    use crate::summary::tests::synthetic_instances;
+
+    fn key(profile: Profile, config: ServerConfig) -> ServerKey {
+        ServerKey {
+            profile,
+            config: Subject::Own(config),
+        }
+    }
+
+    /// A run whose truth is known: the block costs the io_uring server 20 % CPU per request
+    /// and an epoll server nothing; rx is 15 % cheaper than legacy.
+    fn run() -> (Raw, Summary) {
+        let servers = [
+            key(Profile::NoIoUring, ServerConfig::IoUring),
+            key(Profile::Relaxed, ServerConfig::IoUring),
+            key(Profile::NoIoUring, ServerConfig::IoUringControl),
+            key(Profile::Relaxed, ServerConfig::IoUringControl),
+            key(Profile::NoIoUring, ServerConfig::Rx),
+            key(Profile::Relaxed, ServerConfig::Rx),
+            key(Profile::NoIoUring, ServerConfig::Legacy),
+            key(Profile::Relaxed, ServerConfig::Legacy),
+        ];
+        let raw = synthetic_instances(
+            &servers,
+            2,
+            12,
+            |k, instance, round| {
+                let base = match (k.profile, k.config.own().unwrap()) {
+                    (Profile::NoIoUring, ServerConfig::IoUring | ServerConfig::IoUringControl) => {
+                        12.0
+                    }
+                    (_, ServerConfig::IoUring | ServerConfig::IoUringControl) => 10.0,
+                    (_, ServerConfig::Rx) => 11.0,
+                    _ => 11.0 / 0.85,
+                };
+                // The machine's drift, the same for every server in a round, and a little
+                // noise of each slice's own.
+                let drift = 1.0 + 0.05 * f64::from(round % 3);
+                let own =
+                    1.0 + 0.004 * f64::from((round * 7 + instance * 3 + k.profile as u32) % 5);
+                base * drift * own
+            },
+            |_, _| 0.95,
+        );
+        let s = summarise(&raw);
+        (raw, s)
+    }
+
+    #[test]
+    fn the_headline_answers_for_the_io_uring_server_an_epoll_server_and_the_seed_fix() {
+        let (raw, s) = run();
+        let h = headline(&raw, &s);
+        assert!(h.lines.len() <= 12, "{h:?}");
+        let text = h.lines.join("\n");
+        assert!(
+            h.lines[0].starts_with("**The io_uring server** under the block"),
+            "{text}"
+        );
+        let io_uring = &h.lines[1];
+        // +20 % by construction: the median change is within a point of it, and resolved.
+        let pct: f64 = io_uring
+            .split("kept alive (64 connections): +")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{io_uring}"));
+        assert!((pct - 20.0).abs() < 1.0, "{io_uring}");
+        assert!(
+            text.contains("**An epoll server** (rx, which never asks for io_uring) under the block: nothing resolvable in 1 of 1 cells"),
+            "{text}"
+        );
+        let seed = h
+            .lines
+            .iter()
+            .find(|l| l.contains("seed PR's fix"))
+            .unwrap();
+        assert!(
+            seed.contains("under `no-io-uring`") && seed.contains("\u{2212}15."),
+            "{seed}"
+        );
+        assert!(text.contains("native run"), "{text}");
+        assert!(text.contains("A/A control"), "{text}");
+        // The plain form the runner prints has no markdown left.
+        let plain = h.plain();
+        assert!(plain.starts_with(TITLE) && !plain.contains("**"), "{plain}");
+    }
+
+    #[test]
+    fn a_run_without_both_profiles_says_it_cannot_answer() {
+        let (mut raw, _) = run();
+        raw.slices
+            .retain(|s| s.server.profile != Profile::NoIoUring);
+        raw.servers.retain(|s| s.key.profile != Profile::NoIoUring);
+        let s = summarise(&raw);
+        let h = headline(&raw, &s);
+        assert!(
+            h.lines[0].contains("cannot say what the block costs"),
+            "{h:?}"
+        );
+        assert!(!h.lines.iter().any(|l| l.contains("epoll server")), "{h:?}");
+    }
+
+    #[test]
+    fn a_change_inside_its_interval_reads_not_resolved_with_its_reach() {
+        let (_, s) = run();
+        let mut c = s.comparisons[0].clone();
+        (c.ratio_median, c.ci95_low, c.ci95_high, c.significant) = (1.01, 0.97, 1.06, false);
+        assert_eq!(change(&c), "not resolved at ±6 %");
+        (c.ratio_median, c.ci95_low, c.ci95_high, c.significant) = (0.9, 0.88, 0.93, true);
+        assert_eq!(change(&c), "\u{2212}10.0 % [\u{2212}12.0, \u{2212}7.0]");
+    }
+}
