@@ -44,6 +44,7 @@ pub fn run_args(a: &CalibrateArgs) -> RunArgs {
         target_host: "127.0.0.1".into(),
         port: a.port,
         no_build: false,
+        keep_firewall: false,
         label: Some("calibration".into()),
         calibration: Some(a.group),
     }

@@ -14,6 +14,7 @@ fn install_panic_cleanup() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default(info);
+        bench_runner::notrack::remove_active();
         let cleanup = std::thread::spawn(|| {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -68,6 +69,10 @@ fn main() {
 
 /// `bench-runner clean`: what killed runs left in the engine, removed and counted.
 async fn clean() -> Result<()> {
+    let rules = bench_runner::notrack::remove_stale();
+    if rules > 0 {
+        println!("removed {rules} connection-tracking exemption rule(s) of runs that are gone");
+    }
     let d = engine::docker::connect().await?;
     let n = d.remove_stale().await?;
     println!(

@@ -122,6 +122,7 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs, PeersError> {
         target_host: "127.0.0.1".into(),
         port: a.port,
         no_build: false,
+        keep_firewall: false,
         label: Some("peers".into()),
         calibration: None,
     })

@@ -60,3 +60,32 @@ pub(crate) fn check_ports(specs: &[ServerSpec], instances: u32) -> Result<()> {
     }
     Ok(())
 }
+
+/// Exempts `ports` on loopback from connection tracking for the run (crate::notrack), checks
+/// that a connection to the first of them is no longer tracked, and says so in one line with
+/// the rules. Rules left by runs that are gone are removed first.
+pub(crate) fn exempt_loopback(
+    ports: std::ops::RangeInclusive<u16>,
+) -> Result<crate::notrack::Exemption, String> {
+    let stale = crate::notrack::remove_stale();
+    if stale > 0 {
+        eprintln!(
+            "bench-runner: removed {stale} connection-tracking exemption rule(s) a killed run left"
+        );
+    }
+    let first = *ports.start();
+    let exemption = crate::notrack::install(ports.clone()).map_err(|e| e.to_string())?;
+    if let Err(still) = driver::conntrack::check_loopback_on(first) {
+        // Dropping the exemption removes its rules: the run goes on as without it.
+        return Err(format!(
+            "loopback is still tracked with the rules in place: {still}"
+        ));
+    }
+    eprintln!(
+        "bench-runner: connection tracking counts loopback: exempted this run's ports {}–{} on lo for the run, removed when it ends ({})",
+        ports.start(),
+        ports.end(),
+        exemption.describe()
+    );
+    Ok(exemption)
+}

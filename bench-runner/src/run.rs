@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{EngineChoice, RunArgs};
+use crate::cli::{EngineChoice, Network, RunArgs};
 use crate::engine::{self, Engine, EngineError, Picked, ServerSpec};
 use crate::load::{self, LoadDriver, LoadError, Setup};
 use crate::model::{
@@ -115,9 +115,30 @@ pub async fn run_on<E: Engine>(
     if server_cpus.iter().any(|c| load_cpus.contains(c)) {
         notes.push(format!("server CPUs {server_cpus:?} and load CPUs {load_cpus:?} overlap: the driver competes with the servers"));
     }
+    // Ctrl-C and SIGTERM from here on stop the run cleanly: servers, network and the loopback
+    // exemption below all removed.
+    let abort = interrupt_flag();
+    let mut _exemption = None;
     if plan.loads.contains(&LoadModel::PerRequest) {
         check_port_reuse(args)?;
-        match check_conntrack(args) {
+        let tracked = match check_conntrack(args) {
+            Err(e) if !args.keep_firewall && args.network == Network::Host => {
+                let last = (plan.residents().max(1) - 1) as u16;
+                let ports = args.port..=args.port.saturating_add(last);
+                match crate::preflight::exempt_loopback(ports) {
+                    Ok(exemption) => {
+                        _exemption = Some(exemption);
+                        Ok(())
+                    }
+                    Err(why) => {
+                        eprintln!("bench-runner: could not exempt this run's ports from connection tracking ({why})");
+                        Err(e)
+                    }
+                }
+            }
+            r => r,
+        };
+        match tracked {
             // The full run's default models: left out, said why; asked for: refused.
             Err(e) if m.loads.is_none() => {
                 plan.leave_out(LoadModel::PerRequest);
@@ -192,7 +213,6 @@ pub async fn run_on<E: Engine>(
         probe,
     };
 
-    let abort = interrupt_flag();
     let setup = Setup {
         slice: plan.slice,
         warmup: plan.warmup,
@@ -281,6 +301,7 @@ fn interrupt_flag() -> Arc<AtomicBool> {
         eprintln!("bench-runner: {what}: stopping the servers and keeping what was measured ({what} again to quit at once)");
         flag.store(true, Ordering::Relaxed);
         signalled(&mut term).await;
+        crate::notrack::remove_active();
         eprintln!(
             "bench-runner: quitting at once; the next run removes any rxbench container left"
         );

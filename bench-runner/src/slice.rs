@@ -135,6 +135,7 @@ pub async fn measure<E: Engine>(
         report: None,
         server_cpu_ns: None,
         counters: None,
+        steal: None,
         error: None,
     };
     if let Err(e) = pool.ensure_alive(i, raw).await {
@@ -167,7 +168,14 @@ pub async fn measure<E: Engine>(
         rate,
     };
     let refused_before = driver::conntrack::drops();
+    let steal_before = crate::steal::now();
     let outcome = drive(pool, i, driver, setup, &load).await;
+    slice.steal = crate::steal::between(
+        &steal_before,
+        &crate::steal::now(),
+        &raw.settings.server_cpus,
+        &raw.settings.load_cpus,
+    );
     let refused = match (refused_before, driver::conntrack::drops()) {
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => 0,

@@ -1622,3 +1622,125 @@ fn sigterm_mid_run_stops_every_native_server_and_keeps_what_was_measured() {
     assert_eq!(raw["complete"], false);
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// README's "Measure your own server" recipe of `kind` (`native` or `image`), as written: the
+/// arguments after `--` of the shell block after `<!-- recipe: KIND -->`, split as sh would.
+fn readme_recipe(kind: &str) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let marker = format!("<!-- recipe: {kind} -->");
+    let at = readme
+        .find(&marker)
+        .unwrap_or_else(|| panic!("README.md has no {marker}"));
+    let block = &readme[at..];
+    let block = &block[block.find("```sh\n").unwrap() + 6..];
+    let block = block[..block.find("```").unwrap()].replace("\\\n", " ");
+    let args = block.split_once(" -- ").expect("cargo run … -- ARGS").1;
+    // Words, with '…' quoting (what the recipe uses).
+    let mut words = Vec::new();
+    let (mut word, mut quoted) = (String::new(), false);
+    for c in args.trim().chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// The recipe with the reader's server replaced by `server` (`NAME=cmd:…` or `NAME=image:…`),
+/// made short for the suite (four rounds of short slices at one level: an instance needs three
+/// rounds for a level, and an explicit `--rounds` adds none for the target).
+fn recipe_with(kind: &str, server: &str) -> Vec<String> {
+    let mut args = readme_recipe(kind);
+    let at = args
+        .iter()
+        .position(|a| a == "--server")
+        .expect("the recipe names --server");
+    let name = args[at + 1].split('=').next().unwrap().to_string();
+    assert_eq!(name, "mine", "the recipe's server is called mine");
+    args[at + 1] = server.to_string();
+    for a in [
+        "--rounds",
+        "4",
+        "--slice",
+        "300ms",
+        "--slice-warmup",
+        "100ms",
+        "--conns",
+        "64",
+    ] {
+        args.push(a.to_string());
+    }
+    args
+}
+
+/// The floor (peers/floor) as a native binary: a stranger's server that takes `$PORT`.
+fn floor_binary() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let target = root.join("target/peers");
+    let status = Command::new(env!("CARGO"))
+        .current_dir(root.join("peers"))
+        .env("CARGO_TARGET_DIR", &target)
+        .args(["build", "--release", "-q", "-p", "floor"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "building the floor failed");
+    target.join("release/floor")
+}
+
+/// The headline speaks of the reader's server: its line in table.md and in what the runner
+/// printed last.
+fn assert_headline_names_mine(dir: &Path) {
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    let head = &table[..table.find("Terms: [glossary]").expect("a headline")];
+    assert!(
+        head.contains("- **`mine`** under the block (`no-io-uring` against `relaxed`), change in CPU per request:\n  - kept alive (64 connections): "),
+        "{head}"
+    );
+}
+
+/// README's native recipe, as written, against a server the test builds: the run answers for
+/// that server in its headline.
+#[test]
+fn the_readmes_native_recipe_answers_for_the_readers_server() {
+    let floor = floor_binary();
+    let args = recipe_with("native", &format!("mine=cmd:{}", floor.display()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (dir, _) = run("recipe-native", &args);
+    assert_headline_names_mine(&dir);
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}
+
+/// README's image recipe, as written, against an image the test builds (the floor, static,
+/// `FROM scratch`, told its port by `$PORT`).
+#[test]
+fn the_readmes_image_recipe_answers_for_the_readers_image() {
+    if !available_or_skip(
+        docker_reachable(),
+        "the_readmes_image_recipe_answers_for_the_readers_image",
+        "no Docker engine answers",
+    ) {
+        return;
+    }
+    let image = floor_image();
+    let args = recipe_with("image", &format!("mine=image:{image}"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = std::panic::catch_unwind(|| {
+        let (dir, _) = run("recipe-image", &args);
+        assert_headline_names_mine(&dir);
+        std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+    });
+    let _ = Command::new("docker").args(["rmi", "-f", &image]).output();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

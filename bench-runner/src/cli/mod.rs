@@ -295,6 +295,11 @@ pub struct RunArgs {
     /// it (the runner's own container has no Rust toolchain)
     #[arg(long)]
     pub no_build: bool,
+    /// Leave the firewall as it is: where connection tracking counts loopback, a connection
+    /// per request is then left out (or refused, when asked for) with the rules to add by
+    /// hand, instead of the runner exempting its own servers' ports for the run
+    #[arg(long)]
+    pub keep_firewall: bool,
     /// What the run is called in its folder's name (`peers` → OUT/peers-<timestamp>,
     /// OUT/peers-latest); the plain matrix has none.
     #[arg(skip)]

@@ -73,6 +73,10 @@ pub struct Slice {
     /// The server's own counters over the window (SIGUSR1 snapshots diffed).
     pub counters: Option<ServerCounters>,
     /// Why the slice failed, with the server's last log lines where they say something.
+    /// Steal time on the server's and the driver's CPUs over the slice (warm-up included);
+    /// runs recorded before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal: Option<crate::steal::Steal>,
     pub error: Option<Failure>,
 }
 
@@ -359,6 +363,7 @@ mod tests {
             report: None,
             server_cpu_ns: Some(900_000_000),
             counters: None,
+            steal: None,
             error: None,
         };
         assert_eq!(s.utilisation(1), Some(0.9));

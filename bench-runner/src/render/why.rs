@@ -28,12 +28,14 @@ impl Cell {
     /// Whether the measured interval meets the predicted range.
     pub fn verdict(&self) -> &'static str {
         let (lo, hi) = (self.measured.ci95_low - 1.0, self.measured.ci95_high - 1.0);
-        if hi < self.predicted_low {
+        if !self.measured.significant {
+            "not resolved: the run cannot test the prediction here"
+        } else if hi < self.predicted_low {
             "below: io_uring's own work a request offsets part of it"
         } else if lo > self.predicted_high {
             "above: more than syscalls differs (io_uring's own savings, see perf by phase)"
         } else {
-            "explained by the syscalls"
+            "consistent with the syscalls alone"
         }
     }
 }
@@ -135,7 +137,7 @@ pub fn sentence(raw: &Raw, s: &Summary) -> String {
         )
     };
     format!(
-        "**Why here**: a syscall's entry and exit costs {:.0} ns on this host (a socket `recvfrom` {:.0} ns); the fallback adds {:.2} syscalls a request ({}, {} connections) to the io_uring server's {:.2} µs, a predicted {} to {} % — {measured}. [Every cell](#why-the-block-costs-what-it-costs-here).",
+        "**Why here**: a syscall's entry and exit costs {:.0} ns on this host (a socket `recvfrom` {:.0} ns); the fallback adds {:.2} syscalls a request ({}, {} connections) to the io_uring server's {:.2} µs, a predicted {} to {} % — {measured}.",
         probe.getppid_ns,
         probe.recv_eagain_ns,
         c.added_syscalls,

@@ -89,6 +89,7 @@ pub fn synthetic_instances(
                     ]
                     .into(),
                 }),
+                steal: None,
                 error: None,
             });
         }
