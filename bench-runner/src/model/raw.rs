@@ -258,6 +258,14 @@ impl Settings {
         self.routes.iter().map(ToString::to_string).collect()
     }
 
+    /// The run's first route: the one a headline speaks of (comparisons are per route).
+    pub fn first_route(&self) -> String {
+        self.routes
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    }
+
     /// The connection levels load model `load` was measured at.
     pub fn conns_of(&self, load: LoadModel) -> &[u32] {
         super::conns_of(&self.conns, &self.load_conns, load)

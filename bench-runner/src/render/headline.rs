@@ -50,16 +50,7 @@ impl Headline {
 
 /// A paired change in percent with its interval, or that it is not resolved and at what width.
 fn change(c: &Comparison) -> String {
-    let pct = |r: f64| {
-        let p = (r - 1.0) * 100.0;
-        if p.abs() < 0.05 {
-            "0.0".to_string()
-        } else if p > 0.0 {
-            format!("+{p:.1}")
-        } else {
-            format!("\u{2212}{:.1}", -p)
-        }
-    };
+    let pct = crate::stats::signed_pct;
     if c.significant {
         format!(
             "{} % [{}, {}]",
@@ -127,20 +118,11 @@ pub(super) fn load_label(load: LoadModel) -> String {
     }
 }
 
-/// The route a headline speaks of: the run's first (comparisons are per route).
-fn first_route(raw: &Raw) -> String {
-    raw.settings
-        .route_names()
-        .into_iter()
-        .next()
-        .unwrap_or_default()
-}
-
 /// What the block costs `server` (under `no-io-uring` against `relaxed`), one line per load
 /// model: CPU per request, and req/s where saturated slices allowed a comparison.
 fn block_cost(raw: &Raw, s: &Summary, server: &Subject, who: &str) -> Vec<String> {
     let mut lines = Vec::new();
-    let route = first_route(raw);
+    let route = raw.settings.first_route();
     let pair = |load, metric| {
         cells(
             s,
@@ -181,7 +163,7 @@ fn block_cost(raw: &Raw, s: &Summary, server: &Subject, who: &str) -> Vec<String
 /// resolve, over every load model.
 fn epoll_cost(raw: &Raw, s: &Summary) -> Option<String> {
     let rx = Subject::Own(ServerConfig::Rx);
-    let route = first_route(raw);
+    let route = raw.settings.first_route();
     let all: Vec<&Comparison> = raw
         .settings
         .loads
@@ -234,7 +216,7 @@ fn epoll_cost(raw: &Raw, s: &Summary) -> Option<String> {
 
 /// The seed PR's fix: rx against legacy, kept alive, in the profile a blocked server runs.
 fn seed_fix(raw: &Raw, s: &Summary) -> Option<String> {
-    let route = first_route(raw);
+    let route = raw.settings.first_route();
     let (rx, legacy) = (
         Subject::Own(ServerConfig::Rx),
         Subject::Own(ServerConfig::Legacy),

@@ -46,7 +46,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     let mut t = String::from("# rxbench results\n\n");
     // The answer first; how it was made, and the evidence, after.
     t += &super::headline::headline(raw, s).markdown();
-    t += &seed_pr_table(s, &st_first_route(raw));
+    t += &seed_pr_table(s, &raw.settings.first_route());
     t += &super::why::section(raw, s);
     let st = &raw.settings;
     let factors = raw.machine.cost_factors();
@@ -140,14 +140,6 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     t += &evidence_notes(raw);
     t += super::glossary::GLOSSARY;
     t
-}
-
-fn st_first_route(raw: &Raw) -> String {
-    raw.settings
-        .route_names()
-        .into_iter()
-        .next()
-        .unwrap_or_default()
 }
 
 /// The seed PR's own table: connections × epoll before (legacy) / after (rx) / io_uring,

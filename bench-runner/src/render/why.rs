@@ -57,12 +57,7 @@ fn row<'a>(
 /// both rows' syscall counts and the unblocked CPU per request.
 pub fn cells(raw: &Raw, s: &Summary, probe: &SyscallCost) -> Vec<Cell> {
     let io_uring = Subject::Own(ServerConfig::IoUring);
-    let route = raw
-        .settings
-        .route_names()
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let route = raw.settings.first_route();
     let mut out: Vec<Cell> = s
         .comparisons
         .iter()
@@ -97,15 +92,9 @@ pub fn cells(raw: &Raw, s: &Summary, probe: &SyscallCost) -> Vec<Cell> {
     out
 }
 
+/// A change (0.05 = +5 %) as a signed percentage.
 fn signed(x: f64) -> String {
-    let p = x * 100.0;
-    if p >= 0.05 {
-        format!("+{p:.1}")
-    } else if p <= -0.05 {
-        format!("\u{2212}{:.1}", -p)
-    } else {
-        "0.0".into()
-    }
+    crate::stats::signed_pct(1.0 + x)
 }
 
 /// The headline's sentence: the host's syscall cost and what it predicts for the first cell,

@@ -151,20 +151,24 @@ pub fn seed_for(run_seed: u64, name: &str) -> u64 {
     })
 }
 
+/// A ratio as a signed change in percent, one decimal, with a true minus sign: `+8.1`,
+/// `\u{2212}12.0`, `0.0` within a twentieth of a percent of no change.
+pub fn signed_pct(ratio: f64) -> String {
+    let p = (ratio - 1.0) * 100.0;
+    if p >= 0.05 {
+        format!("+{p:.1}")
+    } else if p <= -0.05 {
+        format!("\u{2212}{:.1}", -p)
+    } else {
+        "0.0".into()
+    }
+}
+
 /// `+8.1 % [+6.0, +10.0]`, `−12.0 % [−14.0, −10.1]`, or `≈ [−1.0, +2.3]` when the interval
 /// contains 1: a difference the run cannot tell from noise is never printed as a signed
 /// percentage. One decimal, because the run resolves about one percent.
 pub fn ratio_text(i: &Interval) -> String {
-    let pct = |r: f64| {
-        let p = (r - 1.0) * 100.0;
-        if p >= 0.05 {
-            format!("+{p:.1}")
-        } else if p <= -0.05 {
-            format!("\u{2212}{:.1}", -p)
-        } else {
-            "0.0".into()
-        }
-    };
+    let pct = signed_pct;
     let range = format!("[{}, {}]", pct(i.low), pct(i.high));
     if i.excludes_one() {
         format!("{} % {range}", pct(i.median))
