@@ -31,6 +31,9 @@ pub fn run_args(a: &CalibrateArgs) -> RunArgs {
     // The study is of keep-alive CPU per request unless told otherwise.
     measure.loads = Some(measure.loads.unwrap_or(vec![LoadChoice::KeepAlive]));
     measure.instances = Some(measure.instances.unwrap_or(DEFAULT_INSTANCES));
+    // The study checks the resident method's interval (its analysis fits instances and
+    // rounds): its servers stay resident.
+    measure.relaunch = crate::model::Relaunch::Once;
     RunArgs {
         measure,
         profiles: vec![a.profile],

@@ -123,6 +123,10 @@ pub struct Pool<'e, E: Engine> {
     pub specs: Vec<ServerSpec>,
     servers: Vec<Option<Server<E::Handle>>>,
     target_host: String,
+    /// Which launch of the servers is running (`--relaunch round`: one a round, from 0).
+    launch: u32,
+    /// Starts of each server in this launch: the first and at most one restart.
+    launch_starts: Vec<u32>,
 }
 
 impl<'e, E: Engine> Pool<'e, E> {
@@ -130,8 +134,25 @@ impl<'e, E: Engine> Pool<'e, E> {
         Pool {
             engine,
             servers: specs.iter().map(|_| None).collect(),
+            launch_starts: vec![0; specs.len()],
             specs,
+            launch: 0,
             target_host: target_host.to_string(),
+        }
+    }
+
+    pub fn launch(&self) -> u32 {
+        self.launch
+    }
+
+    /// Every server stopped and launched again, in `order`: a fresh process with its own
+    /// luck (memory placement, caches) for the next round.
+    pub async fn relaunch(&mut self, order: &[usize], raw: &mut Raw) {
+        self.stop_all(raw).await;
+        self.launch += 1;
+        self.launch_starts.iter_mut().for_each(|n| *n = 0);
+        for &i in order {
+            self.start(i, raw).await;
         }
     }
 
@@ -171,9 +192,13 @@ impl<'e, E: Engine> Pool<'e, E> {
     pub async fn start(&mut self, i: usize, raw: &mut Raw) {
         let record = &mut raw.servers[i];
         record.starts += 1;
+        self.launch_starts[i] += 1;
         let mut spec = self.specs[i].clone();
-        if record.starts > 1 {
-            spec.name = format!("{}-restart{}", spec.name, record.starts - 1);
+        if self.launch > 0 {
+            spec.name = format!("{}-launch{}", spec.name, self.launch);
+        }
+        if self.launch_starts[i] > 1 {
+            spec.name = format!("{}-restart{}", spec.name, self.launch_starts[i] - 1);
         }
         match self.start_ready(&spec).await {
             Ok((server, startup)) => {
@@ -279,7 +304,7 @@ impl<'e, E: Engine> Pool<'e, E> {
                 .push(Failure::new(FailureKind::Exited, msg));
         }
         let record = &raw.servers[index];
-        if record.starts >= MAX_STARTS {
+        if self.launch_starts[index] >= MAX_STARTS {
             return Err(PoolError::Down {
                 key: self.specs[index].key.clone(),
                 starts: record.starts,

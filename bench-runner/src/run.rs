@@ -13,7 +13,8 @@ use crate::cli::{EngineChoice, Network, RunArgs};
 use crate::engine::{self, Engine, EngineError, Picked, ServerSpec};
 use crate::load::{self, LoadDriver, LoadError, Setup};
 use crate::model::{
-    instance_label, FailureKind, LoadModel, Raw, Schedule, ServerRecord, Settings, Slice, SCHEMA,
+    instance_label, FailureKind, LoadModel, Raw, Relaunch, Schedule, ServerRecord, Settings, Slice,
+    SCHEMA,
 };
 use crate::plan::{make_plan, Cell, Plan, PlanError};
 use crate::pool::Pool;
@@ -196,6 +197,7 @@ pub async fn run_on<E: Engine>(
             target: plan.target,
             planned_rounds: plan.target.map(|_| plan.rounds),
             schedule: Some(Schedule::Blocks),
+            relaunch: m.relaunch,
             server_cpus: server_cpus.clone(),
             load_cpus: load_cpus.clone(),
             network: args.network.name().into(),
@@ -386,6 +388,35 @@ impl Rounds<'_> {
         Ok(Some(failed))
     }
 
+    /// Every server stopped and launched again before the next round (`--relaunch round`).
+    async fn relaunch<E: Engine>(
+        &mut self,
+        pool: &mut Pool<'_, E>,
+        raw: &mut Raw,
+        bar: &ProgressBar,
+    ) -> Result<()> {
+        let took = Instant::now();
+        let order = self.plan.launch_order(pool.launch() + 1);
+        pool.relaunch(&order, raw).await;
+        if !pool.any_running() {
+            return Err(RunError::NoServerStarted(format!(
+                "none of the servers started again for launch {}",
+                pool.launch()
+            )));
+        }
+        record::write_raw(self.dir, raw)?;
+        report_round(
+            bar,
+            format!(
+                "launch {}: {} servers started afresh in {:.0} s",
+                pool.launch(),
+                pool.specs.len(),
+                took.elapsed().as_secs_f64()
+            ),
+        );
+        Ok(())
+    }
+
     async fn measure<E: Engine>(
         &mut self,
         pool: &mut Pool<'_, E>,
@@ -423,7 +454,11 @@ impl Rounds<'_> {
             plan.describe().lines().next().unwrap_or("")
         );
         let measuring = Instant::now();
-        for pass in plan.passes() {
+        let relaunch = raw.settings.relaunch == Relaunch::Round;
+        for (n, pass) in plan.passes().into_iter().enumerate() {
+            if relaunch && n > 0 {
+                self.relaunch(pool, raw, &bar).await?;
+            }
             let round_start = Instant::now();
             let order = plan.pass_order(pass);
             let slices = order.len();
@@ -475,6 +510,9 @@ impl Rounds<'_> {
                     }
                 };
                 raw.settings.rounds = round;
+                if relaunch {
+                    self.relaunch(pool, raw, &bar).await?;
+                }
                 let round_start = Instant::now();
                 let order = plan.round_order_of(round, &blocks);
                 let slices = order.len();

@@ -127,6 +127,7 @@ pub async fn measure<E: Engine>(
         position,
         server: pool.specs[i].key.clone(),
         instance: pool.specs[i].instance,
+        launch: pool.launch(),
         load: cell.load,
         conns: cell.conns,
         route: route.clone(),

@@ -114,6 +114,9 @@ fn a_daemon_restarted_mid_run_ends_the_run_with_its_cause_and_keeps_the_slices()
             "keepalive",
             "--rounds",
             "30",
+            // Resident servers: the daemon takes them with it mid-round.
+            "--relaunch",
+            "once",
         ])
         .args(["--slice", "300ms", "--slice-warmup", "100ms"])
         .args(["--strace", "off", "--port", "3941", "--out"])

@@ -808,6 +808,9 @@ fn run_and_kill_one_server(
             "keepalive",
             "--rounds",
             "12",
+            // A resident server that dies: the run restarts it once.
+            "--relaunch",
+            "once",
             "--slice",
             "300ms",
             "--slice-warmup",
@@ -1743,4 +1746,85 @@ fn the_readmes_image_recipe_answers_for_the_readers_image() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+}
+
+/// `--relaunch round`: every server stopped and launched afresh before each round after the
+/// first — each slice says which launch served it, each server was started once a round, the
+/// intervals are taken over the rounds, and nothing is left running.
+fn relaunched(engine: &str, port: &str) {
+    let (dir, summary) = run(
+        &format!("relaunch-{engine}"),
+        &[
+            "--engine",
+            engine,
+            "--profiles",
+            "relaxed",
+            "--configs",
+            "rx,io_uring,io_uring-control",
+            "--conns",
+            "64",
+            "--load",
+            "keepalive",
+            "--rounds",
+            "4",
+            "--relaunch",
+            "round",
+            "--slice",
+            "300ms",
+            "--slice-warmup",
+            "100ms",
+            "--port",
+            port,
+        ],
+    );
+    assert_eq!(
+        summary["settings"]["relaunch"], "round",
+        "{}",
+        summary["settings"]
+    );
+    for s in summary["servers"].as_array().unwrap() {
+        assert_eq!(s["starts"], 4, "one start a round: {s}");
+        assert!(s["events"].as_array().unwrap().is_empty(), "{s}");
+    }
+    let raw = json(dir.join("raw.json"));
+    let slices = raw["slices"].as_array().unwrap();
+    assert_eq!(slices.len(), 4 * 6, "6 residents, 4 rounds");
+    for s in slices {
+        let launch = s["launch"].as_u64().unwrap_or(0);
+        assert_eq!(launch + 1, s["round"].as_u64().unwrap(), "{s}");
+        assert!(s["error"].is_null(), "{s}");
+    }
+    let aa = comparison(&summary, "io_uring-control", "io_uring", "cpu_per_request");
+    assert_eq!(aa["pairs"], 4, "Student's t over the 4 rounds: {aa}");
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    assert!(
+        table.contains("launched afresh before each round"),
+        "{table}"
+    );
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}
+
+#[test]
+fn native_relaunched_run_starts_every_server_afresh_each_round() {
+    relaunched("native", "3961");
+    // Every launch's servers are gone: nothing answers on the run's ports.
+    for port in 3961..3967 {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "a server still listens on {port}"
+        );
+    }
+}
+
+#[test]
+fn docker_relaunched_run_starts_every_server_afresh_each_round() {
+    if !available_or_skip(
+        docker_reachable(),
+        "docker_relaunch",
+        "no Docker engine answers",
+    ) {
+        return;
+    }
+    relaunched("docker", "3971");
+    assert_eq!(rxbench_containers(), 0, "containers left behind");
 }

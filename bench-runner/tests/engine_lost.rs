@@ -149,6 +149,9 @@ fn an_engine_that_stops_answering_ends_the_run_with_its_cause_and_keeps_the_slic
             "keepalive",
             "--rounds",
             "20",
+            // Resident servers: the engine is lost mid-round, not between launches.
+            "--relaunch",
+            "once",
         ])
         .args(["--slice", "300ms", "--slice-warmup", "100ms"])
         .args(["--strace", "off", "--port", "3931", "--out"])

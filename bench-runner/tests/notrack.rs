@@ -105,6 +105,8 @@ fn run_args(out: &std::path::Path, rounds: &str) -> Command {
         "1",
         "--rounds",
         rounds,
+        "--relaunch",
+        "once",
     ])
     .args([
         "--slice",

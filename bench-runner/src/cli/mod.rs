@@ -14,7 +14,9 @@ pub use peers::{Peer, PeersArgs};
 pub use values::foreign_server;
 use values::{duration, duration_or_zero, percent, route};
 
-use crate::model::{ForeignServer, LoadChoice, LoadModel, Offered, Profile, ServerConfig};
+use crate::model::{
+    ForeignServer, LoadChoice, LoadModel, Offered, Profile, Relaunch, ServerConfig,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -157,6 +159,13 @@ pub struct MeasureArgs {
     /// [default: 2; calibrate: 8]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub instances: Option<u32>,
+    /// When the servers are launched: once (resident for the run), or again before every
+    /// round, so that each round draws every process's luck (memory placement, caches)
+    /// afresh: the rounds are then independent replicates and the interval is Student's t
+    /// over them, whatever the instances' spread (docs/methodology.md, "Per cell, and the
+    /// comparisons"; the method study there says why resident stays the default)
+    #[arg(long, value_enum, default_value_t = Relaunch::Once)]
+    pub relaunch: Relaunch,
     /// Keep adding rounds after the planned ones until the A/A control's half-width on CPU per
     /// request is at most PCT percent in every cell, or --max-duration would run out (the
     /// table then names the cells that fell short); an added round drives only the (load

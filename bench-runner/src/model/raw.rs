@@ -57,6 +57,10 @@ pub struct Slice {
     /// Which instance of `server` (runs before instances had one: 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub instance: u32,
+    /// Which launch of that instance served it (`--relaunch round`: the round's, from 0; runs
+    /// launched once: 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub launch: u32,
     /// Absent in runs recorded before the load axis: keep-alive.
     #[serde(default)]
     pub load: LoadModel,
@@ -193,6 +197,9 @@ pub struct Settings {
     /// slices ([`Raw::schedule`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<Schedule>,
+    /// When the servers were launched (runs before it: once, resident for the run).
+    #[serde(default, skip_serializing_if = "Relaunch::is_once")]
+    pub relaunch: Relaunch,
     pub server_cpus: Vec<usize>,
     pub load_cpus: Vec<usize>,
     /// `host` or `bridge`.
@@ -321,6 +328,26 @@ impl Raw {
     }
 }
 
+/// When a run launches its servers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Relaunch {
+    /// Once: resident for the whole run, each instance keeping its luck (memory placement,
+    /// caches) in every round; the interval fits instances and rounds as two levels.
+    #[default]
+    Once,
+    /// Again before every round: each round draws every process's luck afresh, so rounds
+    /// are independent replicates of the whole comparison and the interval is Student's t
+    /// over them ([`crate::stats::launches`]).
+    Round,
+}
+
+impl Relaunch {
+    pub fn is_once(&self) -> bool {
+        *self == Relaunch::Once
+    }
+}
+
 /// The order of a round's slices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -363,6 +390,7 @@ mod tests {
                 config: ServerConfig::Rx.into(),
             },
             instance: 0,
+            launch: 0,
             load: LoadModel::KeepAlive,
             conns: 64,
             route: Route::get_root(),

@@ -9,7 +9,9 @@ use rand_core::SeedableRng;
 use rand_pcg::Pcg64;
 
 use crate::cli::{Network, RunArgs};
-use crate::model::{instance_label, Launch, LoadModel, Profile, ServerConfig, ServerKey, Subject};
+use crate::model::{
+    instance_label, Launch, LoadModel, Profile, Relaunch, ServerConfig, ServerKey, Subject,
+};
 use crate::stats::below;
 
 /// Arguments that make no plan, each named.
@@ -132,6 +134,7 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
             load_conns,
             routes: a.measure.routes.clone(),
             instances: a.measure.instances(),
+            relaunch: a.measure.relaunch,
             target: a.measure.target(),
             rounds: a.measure.rounds(),
             slice: a.measure.slice(),
@@ -161,6 +164,8 @@ pub struct Plan {
     /// Resident instances of each configuration: separate processes, so that a
     /// configuration's figure is not one process's luck of placement.
     pub instances: u32,
+    /// Whether every round starts with every server launched afresh.
+    pub relaunch: Relaunch,
     /// Rounds added after `rounds` until the A/A control resolves this (`--target-resolution`).
     pub target: Option<crate::target::Target>,
     pub loads: Vec<LoadModel>,
@@ -222,6 +227,9 @@ pub struct Pass {
 /// What a slice costs beyond its warm-up and window: connecting, two counter snapshots, the
 /// raw.json write (measured here: 59 s for a round of 45 slices of 1.3 s, about 10 ms each).
 pub const SLICE_OVERHEAD: Duration = Duration::from_millis(40);
+/// Stopping a server and launching it again until it answers (`--relaunch round`): 12 Docker
+/// containers took 2 s a round here (results/method-*).
+pub const LAUNCH_COST: Duration = Duration::from_millis(250);
 
 impl Plan {
     /// Resident servers: every instance of every configuration.
@@ -239,8 +247,15 @@ impl Plan {
     /// The order the resident servers start in, shuffled from the seed: no configuration
     /// always starts first, into the same memory neighbourhood.
     pub fn start_order(&self) -> Vec<usize> {
+        self.launch_order(0)
+    }
+
+    /// The order launch `launch` starts the servers in (`--relaunch round`: one a round),
+    /// shuffled afresh for each, so that no configuration is always started first.
+    pub fn launch_order(&self, launch: u32) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.residents()).collect();
-        let mut rng = Pcg64::seed_from_u64(self.seed ^ 0x5f37_59df_0000_0001);
+        let mut rng =
+            Pcg64::seed_from_u64(self.seed ^ 0x5f37_59df_0000_0001 ^ (u64::from(launch) << 32));
         shuffle(&mut order, &mut rng);
         order
     }
@@ -372,7 +387,17 @@ impl Plan {
     /// The measuring time: every slice's warm-up, window and overhead (server start-up and
     /// builds come on top).
     pub fn eta(&self) -> Duration {
-        (self.warmup + self.slice + SLICE_OVERHEAD) * self.slices() as u32
+        (self.warmup + self.slice + SLICE_OVERHEAD) * self.slices() as u32 + self.relaunches()
+    }
+
+    /// The time the launches before every pass but the first take (`--relaunch round`).
+    pub fn relaunches(&self) -> Duration {
+        match self.relaunch {
+            Relaunch::Once => Duration::ZERO,
+            Relaunch::Round => {
+                LAUNCH_COST * (self.residents() * self.passes().len().saturating_sub(1)) as u32
+            }
+        }
     }
 
     /// What `--dry-run` prints.
@@ -453,6 +478,13 @@ impl Plan {
                 pass.round,
                 self.stage_note(pass.stage),
                 first.join(", ")
+            );
+        }
+        if self.relaunch == Relaunch::Round {
+            s += &format!(
+                "every round after the first starts with all {} servers stopped and launched afresh (about {} s of the ETA)\n",
+                self.residents(),
+                self.relaunches().as_secs()
             );
         }
         if self.staged() {

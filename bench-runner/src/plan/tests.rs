@@ -21,6 +21,7 @@ fn plan(seed: u64) -> Plan {
     Plan {
         servers,
         instances: 1,
+        relaunch: Relaunch::Once,
         target: None,
         loads: vec![LoadModel::KeepAlive],
         conns: vec![64, 256, 512],
@@ -304,4 +305,23 @@ fn load_models_at_their_own_levels_make_only_those_cells() {
         notes.iter().any(|n| n.contains("--driver wrk")),
         "{notes:?}"
     );
+}
+
+#[test]
+fn relaunching_puts_a_launch_before_every_pass_but_the_first_in_the_eta_and_shuffles_each() {
+    let once = plan(4);
+    let mut every = plan(4);
+    every.relaunch = Relaunch::Round;
+    assert_eq!(once.relaunches(), Duration::ZERO);
+    // 6 residents, 20 passes: 19 launches of 6.
+    assert_eq!(every.relaunches(), LAUNCH_COST * (6 * 19));
+    assert_eq!(every.eta(), once.eta() + every.relaunches());
+    assert!(every.describe().contains("launched afresh"));
+    assert!(!once.describe().contains("launched afresh"));
+    let orders: BTreeSet<Vec<usize>> = (0..8).map(|l| every.launch_order(l)).collect();
+    assert!(orders.len() > 4, "launch orders repeat: {orders:?}");
+    let mut first = every.launch_order(3);
+    first.sort();
+    assert_eq!(first, (0..6).collect::<Vec<_>>());
+    assert_eq!(every.start_order(), every.launch_order(0));
 }

@@ -12,8 +12,8 @@ pub const GLOSSARY: &str = "\n## Glossary
 - **kept alive / a connection per request / open loop**: the load models. Closed loop on keep-alive connections (wrk's); a fresh connection for every request (oha `--disable-keepalive`, the-benchmarker's 2025–2026 model); requests due on a fixed schedule at a share of the server's capacity, latency counted from the due time (wrk2's, zrk's).
 - **slice, round, block**: a slice is one server driven for about a second; a round drives every server once per load model and connection level, in a fresh random order; a block is the run of slices of one load model and level within a round.
 - **cell**: one load model, connection level (and route): every comparison is made within a cell.
-- **paired change, interval**: the ratio of two servers' figures over the same rounds, and its 95 % interval from a bootstrap over rounds and instances. A change is reported as a result only when its interval excludes no change.
+- **paired change, interval**: the ratio of two servers' figures over the same rounds, and its 95 % interval over rounds and instances (docs/methodology.md). A change is reported as a result only when its interval excludes no change and it is larger than what two identical servers (the A/A control) differed by in its cell.
 - **not resolved at ±x %**: the interval includes no change and reaches x % from it: this run cannot tell a difference smaller than that.
 - **A/A control**: `io_uring-control`, the io_uring server again as a configuration of its own. Identical servers compared as if different: the width of their interval is the run's resolution, and they should come out apart in about one cell in twenty.
-- **instances**: each configuration runs as several separate processes (2 by default), because two identical processes differ by 1–2 % (memory placement); the interval covers that.
+- **instances**: each configuration runs as several separate processes (2 by default), because two identical processes differ by 1–2 % (memory placement); the interval covers that. A run with `--relaunch round` starts them afresh before every round.
 ";

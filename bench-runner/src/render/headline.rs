@@ -49,15 +49,45 @@ impl Headline {
 }
 
 /// A paired change in percent with its interval, or that it is not resolved and at what width.
-fn change(c: &Comparison) -> String {
+/// How far from no change two identical servers (the A/A control) reached in `c`'s cell, under
+/// either of the profiles it compares: a change no larger is not a result, whatever its
+/// interval says.
+pub(super) fn aa_reach(s: &Summary, c: &Comparison) -> Option<f64> {
+    s.resolution
+        .iter()
+        .filter(|r| {
+            r.load == c.load
+                && r.conns == c.conns
+                && r.route == c.route
+                && r.metric == c.metric
+                && (r.profile == c.profile || r.profile == c.baseline_profile)
+        })
+        .map(|r| r.aa_bound)
+        .reduce(f64::max)
+}
+
+/// A change that is a result: its interval excludes no change, and it is larger than what two
+/// identical servers differed by in its cell.
+pub(super) fn is_result(s: &Summary, c: &Comparison) -> bool {
+    c.significant && aa_reach(s, c).is_none_or(|reach| (c.ratio_median - 1.0).abs() > reach)
+}
+
+fn change(s: &Summary, c: &Comparison) -> String {
     let pct = crate::stats::signed_pct;
     if c.significant {
-        format!(
+        let figure = format!(
             "{} % [{}, {}]",
             pct(c.ratio_median),
             pct(c.ci95_low),
             pct(c.ci95_high)
-        )
+        );
+        match aa_reach(s, c) {
+            Some(reach) if !is_result(s, c) => format!(
+                "{figure}, within what two identical servers differ by here (±{:.1} %): not a result",
+                reach * 100.0
+            ),
+            _ => figure,
+        }
     } else {
         let reach = (c.ci95_low - 1.0).abs().max((c.ci95_high - 1.0).abs()) * 100.0;
         format!("not resolved at ±{reach:.0} %")
@@ -92,12 +122,12 @@ fn cells<'a>(
 }
 
 /// `kept alive (64 / 256 / 512 connections)` and the cells' changes joined the same way.
-fn per_level(label: &str, cs: &[&Comparison]) -> Option<String> {
+fn per_level(s: &Summary, label: &str, cs: &[&Comparison]) -> Option<String> {
     if cs.is_empty() {
         return None;
     }
     let levels: Vec<String> = cs.iter().map(|c| c.conns.to_string()).collect();
-    let changes: Vec<String> = cs.iter().map(|c| change(c)).collect();
+    let changes: Vec<String> = cs.iter().map(|c| change(s, c)).collect();
     Some(format!(
         "{label} ({} connections): {}",
         levels.join(" / "),
@@ -135,14 +165,14 @@ fn block_cost(raw: &Raw, s: &Summary, server: &Subject, who: &str) -> Vec<String
     };
     let mut parts = Vec::new();
     for &load in &raw.settings.loads {
-        let Some(cpu) = per_level(&load_label(load), &pair(load, Metric::CpuPerRequest)) else {
+        let Some(cpu) = per_level(s, &load_label(load), &pair(load, Metric::CpuPerRequest)) else {
             continue;
         };
         let rps = pair(load, Metric::Rps);
-        let rps = if rps.iter().any(|c| c.significant) {
+        let rps = if rps.iter().any(|c| is_result(s, c)) {
             let shown: Vec<String> = rps
                 .iter()
-                .map(|c| format!("{} at {}", change(c), c.conns))
+                .map(|c| format!("{} at {}", change(s, c), c.conns))
                 .collect();
             format!("; req/s {}", shown.join(", "))
         } else {
@@ -182,17 +212,24 @@ fn epoll_cost(raw: &Raw, s: &Summary) -> Option<String> {
     if all.is_empty() {
         return None;
     }
+    let described = |c: &&&Comparison| {
+        format!(
+            "{}, {} connections: {}",
+            load_label(c.load),
+            c.conns,
+            change(s, c)
+        )
+    };
     let resolved: Vec<String> = all
         .iter()
-        .filter(|c| c.significant)
-        .map(|c| {
-            format!(
-                "{}, {} connections: {}",
-                load_label(c.load),
-                c.conns,
-                change(c)
-            )
-        })
+        .filter(|c| is_result(s, c))
+        .map(|c| described(&c))
+        .collect();
+    // Apart, but by no more than identical servers were: said, and not counted as a result.
+    let within: Vec<String> = all
+        .iter()
+        .filter(|c| c.significant && !is_result(s, c))
+        .map(|c| described(&c))
         .collect();
     let widths: Vec<f64> = all
         .iter()
@@ -207,11 +244,15 @@ fn epoll_cost(raw: &Raw, s: &Summary) -> Option<String> {
         all.len() - resolved.len(),
         all.len()
     );
-    Some(if resolved.is_empty() {
-        format!("{head}: the block costs it nothing this run can see.")
+    let mut line = if resolved.is_empty() {
+        format!("{head}: the block costs it nothing this run can see")
     } else {
-        format!("{head}; resolved: {}.", resolved.join(", "))
-    })
+        format!("{head}; resolved: {}", resolved.join(", "))
+    };
+    if !within.is_empty() {
+        line += &format!(" (apart, {})", within.join("; "));
+    }
+    Some(line + ".")
 }
 
 /// The seed PR's fix: rx against legacy, kept alive, in the profile a blocked server runs.
@@ -230,7 +271,7 @@ fn seed_fix(raw: &Raw, s: &Summary) -> Option<String> {
             (&rx, profile),
             (&legacy, profile),
         );
-        if let Some(line) = per_level("kept alive", &cs) {
+        if let Some(line) = per_level(s, "kept alive", &cs) {
             return Some(format!(
                 "**The seed PR's fix** (epoll registered once, `rx`, against the re-arm per request, `legacy`) under `{}`, CPU per request — {line}.",
                 profile.name()
@@ -350,7 +391,7 @@ pub fn headline(raw: &Raw, s: &Summary) -> Headline {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::ServerKey;
     use crate::summary::summarise;
@@ -365,7 +406,7 @@ mod tests {
 
     /// A run whose truth is known: the block costs the io_uring server 20 % CPU per request
     /// and an epoll server nothing; rx is 15 % cheaper than legacy.
-    fn run() -> (Raw, Summary) {
+    pub(crate) fn run() -> (Raw, Summary) {
         let servers = [
             key(Profile::NoIoUring, ServerConfig::IoUring),
             key(Profile::Relaxed, ServerConfig::IoUring),
@@ -461,8 +502,33 @@ mod tests {
         let (_, s) = run();
         let mut c = s.comparisons[0].clone();
         (c.ratio_median, c.ci95_low, c.ci95_high, c.significant) = (1.01, 0.97, 1.06, false);
-        assert_eq!(change(&c), "not resolved at ±6 %");
+        assert_eq!(change(&s, &c), "not resolved at ±6 %");
         (c.ratio_median, c.ci95_low, c.ci95_high, c.significant) = (0.9, 0.88, 0.93, true);
-        assert_eq!(change(&c), "\u{2212}10.0 % [\u{2212}12.0, \u{2212}7.0]");
+        assert_eq!(change(&s, &c), "\u{2212}10.0 % [\u{2212}12.0, \u{2212}7.0]");
+    }
+
+    #[test]
+    fn a_change_no_larger_than_the_aa_control_reached_is_not_a_result() {
+        let (_, mut s) = run();
+        let mut c = s
+            .comparisons
+            .iter()
+            .find(|c| c.profile == Profile::NoIoUring && c.baseline_profile == Profile::Relaxed)
+            .unwrap()
+            .clone();
+        (c.ratio_median, c.ci95_low, c.ci95_high, c.significant) = (1.04, 1.013, 1.068, true);
+        for r in s.resolution.iter_mut() {
+            r.aa_bound = 0.071;
+        }
+        assert!(!is_result(&s, &c));
+        assert_eq!(
+            change(&s, &c),
+            "+4.0 % [+1.3, +6.8], within what two identical servers differ by here (±7.1 %): not a result"
+        );
+        for r in s.resolution.iter_mut() {
+            r.aa_bound = 0.02;
+        }
+        assert!(is_result(&s, &c));
+        assert_eq!(change(&s, &c), "+4.0 % [+1.3, +6.8]");
     }
 }

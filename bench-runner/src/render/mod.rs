@@ -1,5 +1,6 @@
 //! Writes a run's outputs from raw.json: summary.json, table.md, results.csv, comparisons.csv,
-//! chart.svg, latency.svg (with open-loop cells) and report.html (all of it in one page)
+//! answer.svg (what the block costs, the first figure), chart.svg, latency.svg (with open-loop
+//! cells) and report.html (all of it in one page)
 //! (raw.json itself is the runner's to write: re-rendering never rewrites the source).
 
 mod chart;
@@ -88,6 +89,13 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
     // A chart per closed-loop model: the run's first in chart.svg (keep-alive, where it ran),
     // per-request beside it; open loop has latency.svg.
     let mut figures = Vec::new();
+    // The answer first: what the block costs the io_uring server and an epoll server.
+    if chart::answer::applies(raw, &summary) {
+        let path = dir.join("answer.svg");
+        chart::answer::draw(&path, raw, &summary)?;
+        let svg = std::fs::read_to_string(&path).map_err(file::error("reading back", &path))?;
+        figures.push((svg, html::ANSWER_CAPTION.to_string()));
+    }
     let first = raw.settings.loads.first().copied().unwrap_or_default();
     for load in raw.settings.loads.iter().copied() {
         let name = match load {

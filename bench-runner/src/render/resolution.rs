@@ -1,6 +1,7 @@
 //! table.md's paragraphs on what a run can resolve: the A/A control's half-width, whether the
 //! run reached its `--target-resolution`, and how to read a `≈`.
 
+use crate::model::Relaunch;
 use crate::summary::{Metric, Summary, SATURATED};
 
 pub(super) fn pct(x: f64) -> String {
@@ -9,9 +10,14 @@ pub(super) fn pct(x: f64) -> String {
 
 /// The resolution paragraph: the worst A/A half-width, and a warning when it is too wide.
 /// `limit`: the half-width the run is judged against ([`crate::summary::resolution_limit`]).
-pub(super) fn resolution_text(s: &Summary, instances: u32, limit: f64) -> String {
+pub(super) fn resolution_text(
+    s: &Summary,
+    instances: u32,
+    relaunch: Relaunch,
+    limit: f64,
+) -> String {
     let mut t = if instances > 1 {
-        format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server as two configurations of {instances} instances — half-width of its 95 % interval over instances and rounds, worst cell): ")
+        format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server as two configurations of {instances} instances — half-width of its 95 % interval {}, worst cell): ", super::table::interval_over(relaunch))
     } else {
         String::from("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server twice — half-width of its paired 95 % interval, worst cell): ")
     };

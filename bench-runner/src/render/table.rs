@@ -3,7 +3,7 @@
 use super::cross::{against_foreign, filter_cost};
 use super::evidence::{evidence_notes, evidence_rows};
 use super::resolution::{how_to_read_rest, resolution_text, target_text};
-use crate::model::{LoadModel, Profile, Raw, ServerConfig, Subject};
+use crate::model::{LoadModel, Profile, Raw, Relaunch, ServerConfig, Subject};
 use crate::stats::{ratio_text, short_rate, two_digit_latency};
 use crate::summary::{Comparison, Metric, Row, Summary, MEAN_ROUTE};
 
@@ -78,8 +78,12 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     } else {
         String::new()
     };
+    let launched = match st.relaunch {
+        Relaunch::Once => "every server resident for the whole run",
+        Relaunch::Round => "every server launched afresh before each round (new processes, so that the rounds are independent replicates)",
+    };
     t += &format!(
-        "Method: every server resident for the whole run, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds{instances}, each driving every {cell} once for a {:.0} ms slice after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
+        "Method: {launched}, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds{instances}, each driving every {cell} once for a {:.0} ms slice after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
         st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_s * 1000.0, st.slice_warmup_s * 1000.0, raw.schedule().describe(by_load), st.seed, raw.slices.len()
     );
     if let Some(target) = &st.target {
@@ -94,7 +98,12 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         t += &format!("Load models: {}. Each is a level of the matrix like the connection count: a comparison pairs two servers under the same model, and each model has its own tables, resolution and evidence below.\n\n", loads.join("; "));
     }
     if !by_load {
-        t += &resolution_text(s, st.instances, crate::summary::resolution_limit(st));
+        t += &resolution_text(
+            s,
+            st.instances,
+            st.relaunch,
+            crate::summary::resolution_limit(st),
+        );
     }
     for n in &raw.notes {
         t += &format!("- {n}\n");
@@ -103,7 +112,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         t += "\n";
     }
     if st.instances > 1 {
-        t += &format!("How to read: each change is the ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the A/A control against io_uring), from all {k} instances of each over the same rounds: the ratio of their levels, then its 95 % interval over instances and rounds in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). {}", how_to_read_rest("figures"), k = st.instances);
+        t += &format!("How to read: each change is the ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the A/A control against io_uring), from all {k} instances of each over the same rounds: the ratio of their levels, then its 95 % interval {} in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). {}", interval_over(st.relaunch), how_to_read_rest("figures"), k = st.instances);
         let shown: Vec<&Comparison> = s
             .comparisons
             .iter()
@@ -124,7 +133,12 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     for (load, part) in &parts {
         if by_load {
             t += &format!("# Load `{}`: {}\n\n", load.name(), load.describe());
-            t += &resolution_text(part, st.instances, crate::summary::resolution_limit(st));
+            t += &resolution_text(
+                part,
+                st.instances,
+                st.relaunch,
+                crate::summary::resolution_limit(st),
+            );
         }
         t += &load_tables(part, *load, &routes);
     }
@@ -370,5 +384,13 @@ fn heading(s: &Summary, profile: Profile, c: &Subject, route: &str) -> String {
         )
     } else {
         c.heading().to_string()
+    }
+}
+
+/// What a run's interval is taken over, by how it launched its servers.
+pub(super) fn interval_over(relaunch: Relaunch) -> &'static str {
+    match relaunch {
+        Relaunch::Once => "over instances and rounds",
+        Relaunch::Round => "over rounds (Student's t; each round's processes new)",
     }
 }

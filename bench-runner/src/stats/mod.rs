@@ -4,6 +4,7 @@
 //! how a ratio with its interval is printed.
 
 pub mod instances;
+pub mod launches;
 
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{LoadModel, Raw, ServerConfig, ServerKey, Slice, Subject};
+use crate::model::{LoadModel, Raw, Relaunch, ServerConfig, ServerKey, Slice, Subject};
 use crate::stats::instances::{self, Series};
+use crate::stats::launches;
 use crate::stats::{order_statistic_median, paired_ratios};
 
 mod means;
@@ -110,7 +111,8 @@ pub fn summarise(raw: &Raw) -> Summary {
     };
     // Two or more instances: every configuration of a cell fitted together, once per cell.
     let mut fits = BTreeMap::new();
-    if instances > 1 {
+    let relaunched = raw.settings.relaunch == Relaunch::Round;
+    if instances > 1 && !relaunched {
         for &load in &raw.settings.loads {
             for &conns in raw.settings.conns_of(load) {
                 for route in &route_names {
@@ -136,7 +138,12 @@ pub fn summarise(raw: &Raw) -> Summary {
                 for route in &route_names {
                     for &metric in Metric::of(load) {
                         let at = (load, conns, route, metric);
+                        let all = |k: &ServerKey| -> Vec<&Series> {
+                            get(k, at).map_or(vec![], |by| by.values().collect())
+                        };
                         let interval = match fits.get(&(load, conns, route.clone(), metric)) {
+                            // Every round launched afresh: the rounds are the replicates.
+                            _ if relaunched => launches::compare(&all(&pair.0), &all(&pair.1)),
                             Some(fit) => position(&pair.0)
                                 .zip(position(&pair.1))
                                 .and_then(|(a, b)| fit.compare(a, b)),

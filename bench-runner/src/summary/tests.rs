@@ -73,6 +73,7 @@ pub fn synthetic_instances(
                 position: i as u32,
                 server: k.clone(),
                 instance,
+                launch: 0,
                 load: LoadModel::KeepAlive,
                 conns: 64,
                 route: driver::target::Route::get_root(),
@@ -117,6 +118,7 @@ pub fn synthetic_instances(
             target: None,
             planned_rounds: None,
             schedule: None,
+            relaunch: Default::default(),
             server_cpus: vec![0],
             load_cpus: vec![1],
             network: "host".into(),
@@ -456,4 +458,67 @@ fn an_open_loop_row_says_what_share_of_its_runs_capacity_it_was_offered() {
         .iter()
         .filter(|r| r.load == LoadModel::KeepAlive)
         .all(|r| r.open.is_none()));
+}
+
+#[test]
+fn a_relaunched_run_takes_its_interval_over_rounds() {
+    let servers = [
+        key(Profile::Relaxed, ServerConfig::Legacy),
+        key(Profile::Relaxed, ServerConfig::Rx),
+        key(Profile::Relaxed, ServerConfig::IoUring),
+        key(Profile::Relaxed, ServerConfig::IoUringControl),
+    ];
+    // Every (instance, round) its own luck of ±3 %: a process launched afresh each round.
+    let luck = |k: &ServerKey, i: u32, r: u32| {
+        let c = k.config.own().unwrap() as u32;
+        1.0 + 0.03 * ((r * 31 + c * 17 + i * 7) as f64).sin()
+    };
+    let cost = |k: &ServerKey, i: u32, r: u32| {
+        let base = match k.config.own().unwrap() {
+            ServerConfig::Legacy => 7.8,
+            ServerConfig::Rx => 6.85,
+            _ => 7.3,
+        };
+        base * (1.0 + 0.2 * (r as f64).sin()) * luck(k, i, r)
+    };
+    let mut raw = synthetic_instances(&servers, 2, 10, cost, |_, _| 0.98);
+    let resident = summarise(&raw);
+    raw.settings.relaunch = Relaunch::Round;
+    for s in raw.slices.iter_mut() {
+        s.launch = s.round - 1;
+    }
+    let relaunched = summarise(&raw);
+    let find = |s: &Summary, config| {
+        s.comparisons
+            .iter()
+            .find(|c| c.config == config && c.metric == Metric::CpuPerRequest)
+            .unwrap()
+            .clone()
+    };
+    let rx = find(&relaunched, ServerConfig::Rx);
+    assert!(rx.significant && rx.ci95_high < 0.93, "{rx:?}");
+    // The same values as launches::compare gives from the series by hand.
+    let series = |config: ServerConfig| -> Vec<Series> {
+        (0..2)
+            .map(|i| {
+                raw.slices
+                    .iter()
+                    .filter(|s| s.server.config == Subject::Own(config) && s.instance == i)
+                    .map(|s| (s.round, s.cpu_us_per_request().unwrap()))
+                    .collect()
+            })
+            .collect()
+    };
+    let (a, b) = (series(ServerConfig::Rx), series(ServerConfig::Legacy));
+    let by_hand =
+        launches::compare(&a.iter().collect::<Vec<_>>(), &b.iter().collect::<Vec<_>>()).unwrap();
+    assert_eq!(
+        (rx.ratio_median, rx.ci95_low, rx.ci95_high, rx.pairs),
+        (by_hand.median, by_hand.low, by_hand.high, 10)
+    );
+    assert_ne!(
+        find(&resident, ServerConfig::Rx).ci95_low,
+        rx.ci95_low,
+        "a resident run of the same values fits two levels"
+    );
 }

@@ -6,6 +6,7 @@
 //! The bars start at 0 and so squeeze a few per cent into a sliver: the ratio plot above them
 //! carries the comparison, the bars say what the magnitudes are.
 
+pub mod answer;
 mod bars;
 mod forest;
 
