@@ -1,5 +1,6 @@
-//! The resident servers of a run, on any engine: started once each and waited for until
-//! ready, restarted once if one dies, stopped together at the end with their counters kept.
+//! The resident servers of a run, on any engine: started once each (or once a round, with
+//! `--relaunch round`) and waited for until ready, restarted once a launch if one dies,
+//! stopped together at the end with their counters kept.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

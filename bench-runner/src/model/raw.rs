@@ -24,7 +24,7 @@ pub struct ServerRecord {
     pub starts: u32,
     /// Deaths and failed starts, each with the server's last log lines.
     pub events: Vec<Failure>,
-    /// Counters from its SIGTERM line at the end of the run.
+    /// Counters from its SIGTERM line at the end of the run (relaunched: its last launch's).
     pub final_counters: Option<ServerCounters>,
     /// Its syscall profile from one extra slice under `strace -c -f` (not in any figure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
