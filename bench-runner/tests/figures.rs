@@ -170,6 +170,7 @@ fn every_quoted_interval_is_printed_by_a_run_named_beside_it() {
             }
         }
     }
+    eprintln!("{checked} interval figures checked");
     assert!(
         checked >= 50,
         "only {checked} figures found: is the parser broken?"
