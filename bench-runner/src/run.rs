@@ -192,7 +192,7 @@ pub async fn run_on<E: Engine>(
             target: plan.target,
             planned_rounds: plan.target.map(|_| plan.rounds),
             schedule: Some(Schedule::Blocks),
-            relaunch: m.relaunch,
+            relaunch: plan.relaunch,
             server_cpus: server_cpus.clone(),
             load_cpus: load_cpus.clone(),
             network: args.network.name().into(),

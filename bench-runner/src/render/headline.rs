@@ -48,7 +48,6 @@ impl Headline {
     }
 }
 
-/// A paired change in percent with its interval, or that it is not resolved and at what width.
 /// How far from no change two identical servers (the A/A control) reached in `c`'s cell, under
 /// either of the profiles it compares: a change no larger is not a result, whatever its
 /// interval says.
@@ -72,6 +71,9 @@ pub(super) fn is_result(s: &Summary, c: &Comparison) -> bool {
     c.significant && aa_reach(s, c).is_none_or(|reach| (c.ratio_median - 1.0).abs() > reach)
 }
 
+/// A paired change in percent with its interval (and, where it is no larger than what two
+/// identical servers differed by, that it is not a result), or that it is not resolved and at
+/// what width.
 fn change(s: &Summary, c: &Comparison) -> String {
     let pct = crate::stats::signed_pct;
     if c.significant {
@@ -82,7 +84,7 @@ fn change(s: &Summary, c: &Comparison) -> String {
             pct(c.ci95_high)
         );
         match aa_reach(s, c) {
-            Some(reach) if !is_result(s, c) => format!(
+            Some(reach) if (c.ratio_median - 1.0).abs() <= reach => format!(
                 "{figure}, within what two identical servers differ by here (±{:.1} %): not a result",
                 reach * 100.0
             ),
@@ -96,7 +98,7 @@ fn change(s: &Summary, c: &Comparison) -> String {
 
 /// The comparisons of `config` under `profile` against `baseline` under `base_profile`, for
 /// one load model and metric, by connection level.
-fn cells<'a>(
+pub(super) fn cells<'a>(
     s: &'a Summary,
     route: &str,
     load: LoadModel,

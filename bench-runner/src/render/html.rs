@@ -19,8 +19,8 @@ figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; }
 /// answer.svg's caption.
 pub const ANSWER_CAPTION: &str = "the answer: what Docker's io_uring block costs the io_uring \
 server and an epoll server here — each under no-io-uring against itself under relaxed, CPU \
-per request, 95 % interval, over the grey band of what two identical servers could differ by in \
-that cell (filled: a result; hollow: not resolved)";
+per request, 95 % interval, over the grey band of what two identical servers differed by in \
+that cell (filled: a result; hollow: not resolved, or no larger than the band)";
 
 /// chart.svg's caption.
 pub const CHART_CAPTION: &str = "the paired comparisons first (ratio and 95 % interval over \

@@ -147,7 +147,7 @@ impl Rounds<'_> {
             plan.describe().lines().next().unwrap_or("")
         );
         let measuring = Instant::now();
-        let relaunch = raw.settings.relaunch == Relaunch::Round;
+        let relaunch = plan.relaunch == Relaunch::Round;
         for (n, pass) in plan.passes().into_iter().enumerate() {
             if relaunch && n > 0 {
                 self.relaunch(pool, raw, &bar).await?;

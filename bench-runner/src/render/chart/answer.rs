@@ -1,8 +1,9 @@
 //! answer.svg, the first figure of report.html: what Docker's io_uring block costs here — the
 //! io_uring server and an epoll server (rx), each under `no-io-uring` against itself under
 //! `relaxed`, CPU per request, one row per load model and level, with its 95 % interval over
-//! the grey band of what two identical servers (the A/A control) could be told apart by in
-//! that cell. A filled dot is a result (its interval excludes no change); a hollow one is not.
+//! the grey band of how far two identical servers (the A/A control) came apart in that cell.
+//! A filled dot is a result by the headline's rule (its interval excludes no change and it is
+//! larger than the band); a hollow one is not.
 
 use std::path::Path;
 
@@ -10,7 +11,7 @@ use plotters::prelude::*;
 
 use super::ChartError;
 use crate::model::{Profile, Raw, ServerConfig, Subject};
-use crate::render::headline::{aa_reach, is_result, load_label};
+use crate::render::headline::{aa_reach, cells, is_result, load_label};
 use crate::render::palette::colour;
 use crate::summary::{Comparison, Metric, Summary};
 
@@ -24,9 +25,9 @@ const SERVERS: [(ServerConfig, &str); 2] = [
 ];
 
 /// One row: a load model at a level, with the block's cost for each server that has one.
-struct Row {
+struct Row<'a> {
     label: String,
-    costs: Vec<(ServerConfig, Comparison)>,
+    costs: Vec<(ServerConfig, &'a Comparison)>,
     /// How far from no change the A/A control reached in the cell, under either profile.
     band: Option<f64>,
     /// Per cost: a result (the headline's rule: its interval excludes no change and it is
@@ -34,28 +35,29 @@ struct Row {
     results: Vec<bool>,
 }
 
-fn rows(raw: &Raw, s: &Summary) -> Vec<Row> {
+fn rows<'a>(raw: &Raw, s: &'a Summary) -> Vec<Row<'a>> {
     let route = raw.settings.first_route();
     let mut rows = Vec::new();
     for &load in &raw.settings.loads {
+        // Each server against itself: no-io-uring over relaxed, by level.
+        let by_server: Vec<(ServerConfig, Vec<&Comparison>)> = SERVERS
+            .iter()
+            .map(|&(config, _)| {
+                let own = Subject::Own(config);
+                let mine = (&own, Profile::NoIoUring);
+                let base = (&own, Profile::Relaxed);
+                (
+                    config,
+                    cells(s, &route, load, Metric::CpuPerRequest, mine, base),
+                )
+            })
+            .collect();
         for &conns in raw.settings.conns_of(load) {
-            let costs: Vec<(ServerConfig, Comparison)> = SERVERS
+            let costs: Vec<(ServerConfig, &Comparison)> = by_server
                 .iter()
-                .filter_map(|&(config, _)| {
-                    let own = Subject::Own(config);
-                    s.comparisons
-                        .iter()
-                        .find(|c| {
-                            c.load == load
-                                && c.conns == conns
-                                && c.route == route
-                                && c.metric == Metric::CpuPerRequest
-                                && c.config == own
-                                && c.baseline == own
-                                && c.profile == Profile::NoIoUring
-                                && c.baseline_profile == Profile::Relaxed
-                        })
-                        .map(|c| (config, c.clone()))
+                .filter_map(|(config, cs)| {
+                    let c = cs.iter().find(|c| c.conns == conns)?;
+                    Some((*config, *c))
                 })
                 .collect();
             if costs.is_empty() {
