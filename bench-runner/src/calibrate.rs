@@ -33,7 +33,8 @@ pub fn run_args(a: &CalibrateArgs) -> RunArgs {
     measure.instances = Some(measure.instances.unwrap_or(DEFAULT_INSTANCES));
     // The study checks the resident method's interval (its analysis fits instances and
     // rounds): its servers stay resident.
-    measure.relaunch = crate::model::Relaunch::Once;
+    measure.relaunch = Some(crate::model::Relaunch::Once);
+    measure.pairing = crate::model::Pairing::Alternate;
     RunArgs {
         measure,
         profiles: vec![a.profile],

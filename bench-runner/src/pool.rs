@@ -118,6 +118,9 @@ impl<H> Server<H> {
     }
 }
 
+/// Two running servers borrowed at once.
+pub type TwoServers<'a, H> = (&'a mut Server<H>, &'a mut Server<H>);
+
 /// Every server of the run, by its index in the plan.
 pub struct Pool<'e, E: Engine> {
     pub engine: &'e E,
@@ -163,6 +166,17 @@ impl<'e, E: Engine> Pool<'e, E> {
 
     pub fn get_mut(&mut self, i: usize) -> Option<&mut Server<E::Handle>> {
         self.servers[i].as_mut()
+    }
+
+    /// Two different servers at once (a duet reads both at its window's edges).
+    pub fn get_two_mut(&mut self, a: usize, b: usize) -> Option<TwoServers<'_, E::Handle>> {
+        if a == b {
+            return None;
+        }
+        let (low, high) = (a.min(b), a.max(b));
+        let (left, right) = self.servers.split_at_mut(high);
+        let (l, h) = (left[low].as_mut()?, right[0].as_mut()?);
+        Some(if a < b { (l, h) } else { (h, l) })
     }
 
     /// The URL a driver sends `route` to on server `i`.

@@ -193,6 +193,7 @@ pub async fn run_on<E: Engine>(
             planned_rounds: plan.target.map(|_| plan.rounds),
             schedule: Some(Schedule::Blocks),
             relaunch: plan.relaunch,
+            pairing: plan.pairing,
             server_cpus: server_cpus.clone(),
             load_cpus: load_cpus.clone(),
             network: args.network.name().into(),

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
 use crate::load::{Load, LoadDriver, LoadError, Setup};
-use crate::model::{Failure, FailureKind, Raw, Slice};
+use crate::model::{Failure, FailureKind, Partner, Raw, Slice};
 use crate::plan::{Cell, Plan};
 use crate::pool::{Pool, PoolError};
 
@@ -72,27 +72,22 @@ pub struct Window {
     pub snapshot_end: Option<u64>,
 }
 
-/// Drives server `i` once with `load`, reading it at the window's edges.
-pub async fn drive<E: Engine>(
-    pool: &mut Pool<'_, E>,
-    i: usize,
-    driver: &dyn LoadDriver,
-    setup: &Setup,
-    load: &Load<'_>,
-) -> Result<Window, SliceError> {
-    let engine = pool.engine;
-    let key = pool.specs[i].key.clone();
-    let server = pool.get_mut(i).ok_or(PoolError::NotRunning(key))?;
-    let handle = tokio::runtime::Handle::current();
-    let mut edges: Vec<(Instant, Option<u64>, Option<u64>)> = Vec::with_capacity(2);
-    let report = tokio::task::block_in_place(|| {
-        driver.drive(load, setup, &mut || {
-            let cpu = handle.block_on(engine.cpu_ns(&server.handle));
-            let at = Instant::now();
-            let seq = handle.block_on(server.request_snapshot(engine));
-            edges.push((at, cpu, seq));
-        })
-    })?;
+/// One server's readings at one edge: when, its CPU time, the snapshot line asked for.
+type Reading = (Instant, Option<u64>, Option<u64>);
+
+/// Reads `server` at an edge: its CPU time first (the precise edge), then a snapshot.
+fn read<E: Engine>(
+    engine: &E,
+    handle: &tokio::runtime::Handle,
+    server: &mut crate::pool::Server<E::Handle>,
+) -> Reading {
+    let cpu = handle.block_on(engine.cpu_ns(&server.handle));
+    let at = Instant::now();
+    let seq = handle.block_on(server.request_snapshot(engine));
+    (at, cpu, seq)
+}
+
+fn window(report: driver::report::Report, edges: &[Reading]) -> Result<Window, SliceError> {
     let [(start, cpu_start, snapshot_start), (end, cpu_end, snapshot_end)] = edges[..] else {
         return Err(SliceError::WindowOpen);
     };
@@ -107,30 +102,73 @@ pub async fn drive<E: Engine>(
     })
 }
 
-/// One slice of `cell`: the server alive (restarted once if it died), the driver's window,
-/// the server's CPU time and counters over exactly that window.
-#[allow(clippy::too_many_arguments)]
-pub async fn measure<E: Engine>(
+/// Drives server `i` once with `load`, reading it at the window's edges.
+pub async fn drive<E: Engine>(
     pool: &mut Pool<'_, E>,
-    plan: &Plan,
+    i: usize,
     driver: &dyn LoadDriver,
     setup: &Setup,
+    load: &Load<'_>,
+) -> Result<Window, SliceError> {
+    let engine = pool.engine;
+    let key = pool.specs[i].key.clone();
+    let server = pool.get_mut(i).ok_or(PoolError::NotRunning(key))?;
+    let handle = tokio::runtime::Handle::current();
+    let mut edges = Vec::with_capacity(2);
+    let report = tokio::task::block_in_place(|| {
+        driver.drive(load, setup, &mut || {
+            edges.push(read(engine, &handle, server))
+        })
+    })?;
+    window(report, &edges)
+}
+
+/// Drives servers `a` and `b` at once (a duet), reading both at the window's edges — `a`
+/// first at the start and `b` first at the end, so that neither's window is the longer.
+async fn drive_duet<E: Engine>(
+    pool: &mut Pool<'_, E>,
+    (a, b): (usize, usize),
+    driver: &dyn LoadDriver,
+    setup: &Setup,
+    loads: [&Load<'_>; 2],
+) -> Result<[Window; 2], SliceError> {
+    let engine = pool.engine;
+    let key = pool.specs[b].key.clone();
+    let (sa, sb) = pool.get_two_mut(a, b).ok_or(PoolError::NotRunning(key))?;
+    let handle = tokio::runtime::Handle::current();
+    let (mut ea, mut eb) = (Vec::with_capacity(2), Vec::with_capacity(2));
+    let [ra, rb] = tokio::task::block_in_place(|| {
+        driver.drive_duet(loads, setup, &mut || {
+            if ea.is_empty() {
+                ea.push(read(engine, &handle, sa));
+                eb.push(read(engine, &handle, sb));
+            } else {
+                eb.push(read(engine, &handle, sb));
+                ea.push(read(engine, &handle, sa));
+            }
+        })
+    })?;
+    Ok([window(ra, &ea)?, window(rb, &eb)?])
+}
+
+/// A slice's record before it is driven.
+fn blank<E: Engine>(
+    pool: &Pool<'_, E>,
+    plan: &Plan,
     (round, position): (u32, u32),
-    cell: Cell,
+    (i, cell): (usize, Cell),
     t0: Instant,
-    raw: &mut Raw,
 ) -> Slice {
-    let i = cell.server;
-    let route = plan.routes[cell.route].clone();
-    let mut slice = Slice {
+    Slice {
         round,
         position,
         server: pool.specs[i].key.clone(),
         instance: pool.specs[i].instance,
         launch: pool.launch(),
+        duet: None,
         load: cell.load,
         conns: cell.conns,
-        route: route.clone(),
+        route: plan.routes[cell.route].clone(),
         at_s: t0.elapsed().as_secs_f64(),
         window_s: 0.0,
         report: None,
@@ -138,54 +176,76 @@ pub async fn measure<E: Engine>(
         counters: None,
         steal: None,
         error: None,
-    };
-    if let Err(e) = pool.ensure_alive(i, raw).await {
-        slice.error = Some(SliceError::from(e).into());
-        return slice;
     }
-    let url = match pool.url(i, &route).await {
-        Ok(url) => url,
-        Err(e) => {
-            slice.error = Some(SliceError::from(e).into());
-            return slice;
-        }
-    };
+}
+
+/// Server `i` alive (restarted once if it died) and its URL for the cell's route, with the
+/// rate an open-loop cell offers it.
+async fn prepare<E: Engine>(
+    pool: &mut Pool<'_, E>,
+    i: usize,
+    cell: Cell,
+    slice: &Slice,
+    raw: &mut Raw,
+) -> Result<(String, Option<f64>), SliceError> {
+    pool.ensure_alive(i, raw).await?;
+    let url = pool.url(i, &slice.route).await?;
     let rate = crate::offered::rate(
         raw,
         cell.load,
         &slice.server,
         cell.conns,
-        &route.to_string(),
+        &slice.route.to_string(),
     );
     if cell.load.offered().is_some() && rate.is_none() {
-        slice.error = Some(SliceError::NoCapacity.into());
-        return slice;
+        return Err(SliceError::NoCapacity);
     }
-    let load = Load {
-        url: &url,
-        route: &route,
-        model: cell.load,
-        conns: cell.conns,
-        rate,
-    };
-    let refused_before = driver::conntrack::drops();
-    let steal_before = crate::steal::now();
-    let outcome = drive(pool, i, driver, setup, &load).await;
-    slice.steal = crate::steal::between(
-        &steal_before,
-        &crate::steal::now(),
-        &raw.settings.server_cpus,
-        &raw.settings.load_cpus,
-    );
-    let refused = match (refused_before, driver::conntrack::drops()) {
-        (Some(a), Some(b)) => b.saturating_sub(a),
-        _ => 0,
-    };
+    Ok((url, rate))
+}
+
+/// What the host and netfilter did around a window: steal and refused connects.
+struct Around {
+    steal: std::collections::BTreeMap<usize, f64>,
+    refused: Option<u64>,
+}
+
+impl Around {
+    fn before() -> Around {
+        Around {
+            refused: driver::conntrack::drops(),
+            steal: crate::steal::now(),
+        }
+    }
+
+    /// Into `slice`: the steal since; the connects refused since.
+    fn after(&self, raw: &Raw, slice: &mut Slice) -> u64 {
+        slice.steal = crate::steal::between(
+            &self.steal,
+            &crate::steal::now(),
+            &raw.settings.server_cpus,
+            &raw.settings.load_cpus,
+        );
+        match (self.refused, driver::conntrack::drops()) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        }
+    }
+}
+
+/// The window's readings into `slice`, and what they say went wrong.
+async fn finish<E: Engine>(
+    pool: &mut Pool<'_, E>,
+    i: usize,
+    outcome: Result<Window, SliceError>,
+    refused: u64,
+    setup: &Setup,
+    t0: Instant,
+    slice: &mut Slice,
+) {
     let foreign = pool.specs[i].foreign.is_some();
-    let server = pool.get_mut(i).expect("alive");
     let mut error = None;
-    match outcome {
-        Ok(w) => {
+    match (outcome, pool.get_mut(i)) {
+        (Ok(w), Some(server)) => {
             slice.at_s = w.start.duration_since(t0).as_secs_f64();
             slice.window_s = w.end.duration_since(w.start).as_secs_f64();
             slice.server_cpu_ns = match (w.cpu_start, w.cpu_end) {
@@ -223,7 +283,8 @@ pub async fn measure<E: Engine>(
             }
             slice.report = Some(w.report);
         }
-        Err(e) => error = Some(e),
+        (Ok(_), None) => error = Some(PoolError::NotRunning(slice.server.clone()).into()),
+        (Err(e), _) => error = Some(e),
     }
     if setup.abort.load(Ordering::Relaxed) && error.is_none() {
         error = Some(SliceError::Interrupted);
@@ -233,7 +294,115 @@ pub async fn measure<E: Engine>(
         error = Some(SliceError::ServerExited { log });
     }
     slice.error = error.map(Failure::from);
+}
+
+/// One slice of `cell`: the server alive (restarted once if it died), the driver's window,
+/// the server's CPU time and counters over exactly that window.
+#[allow(clippy::too_many_arguments)]
+pub async fn measure<E: Engine>(
+    pool: &mut Pool<'_, E>,
+    plan: &Plan,
+    driver: &dyn LoadDriver,
+    setup: &Setup,
+    at: (u32, u32),
+    cell: Cell,
+    t0: Instant,
+    raw: &mut Raw,
+) -> Slice {
+    let i = cell.server;
+    let mut slice = blank(pool, plan, at, (i, cell), t0);
+    let (url, rate) = match prepare(pool, i, cell, &slice, raw).await {
+        Ok(p) => p,
+        Err(e) => {
+            slice.error = Some(e.into());
+            return slice;
+        }
+    };
+    let load = Load {
+        url: &url,
+        route: &slice.route.clone(),
+        model: cell.load,
+        conns: cell.conns,
+        rate,
+    };
+    let around = Around::before();
+    let outcome = drive(pool, i, driver, setup, &load).await;
+    let refused = around.after(raw, &mut slice);
+    finish(pool, i, outcome, refused, setup, t0, &mut slice).await;
     slice
+}
+
+/// A duet of `cell` (`--pairing duet`): its server and its partner driven at once over one
+/// window, each read at its edges — two slices, each naming the other. Where either cannot
+/// be driven, both slices fail with that cause (a duet's value is the pair's).
+#[allow(clippy::too_many_arguments)]
+pub async fn measure_duet<E: Engine>(
+    pool: &mut Pool<'_, E>,
+    plan: &Plan,
+    driver: &dyn LoadDriver,
+    setup: &Setup,
+    at: (u32, u32),
+    cell: Cell,
+    t0: Instant,
+    raw: &mut Raw,
+) -> [Slice; 2] {
+    let partner = cell.partner.expect("a duet cell names its partner");
+    let ids = [cell.server, partner];
+    let mut slices = ids.map(|i| blank(pool, plan, at, (i, cell), t0));
+    slices[0].duet = Some(Partner::of(&slices[1]));
+    slices[1].duet = Some(Partner::of(&slices[0]));
+    let mut prepared = Vec::with_capacity(2);
+    for (k, &i) in ids.iter().enumerate() {
+        match prepare(pool, i, cell, &slices[k], raw).await {
+            Ok(p) => prepared.push(p),
+            Err(e) => {
+                let failure = Failure::from(e);
+                for s in &mut slices {
+                    s.error = Some(failure.clone());
+                }
+                return slices;
+            }
+        }
+    }
+    let route = slices[0].route.clone();
+    let loads = [0, 1].map(|k| Load {
+        url: &prepared[k].0,
+        route: &route,
+        model: cell.load,
+        conns: cell.conns,
+        rate: prepared[k].1,
+    });
+    let around = Around::before();
+    let outcome = drive_duet(
+        pool,
+        (ids[0], ids[1]),
+        driver,
+        setup,
+        [&loads[0], &loads[1]],
+    )
+    .await;
+    let refused = around.after(raw, &mut slices[0]);
+    slices[1].steal = slices[0].steal.clone();
+    let outcomes: [Result<Window, SliceError>; 2] = match outcome {
+        Ok([a, b]) => [Ok(a), Ok(b)],
+        Err(e) => {
+            let failure = Failure::from(e);
+            for s in &mut slices {
+                s.error = Some(failure.clone());
+            }
+            return slices;
+        }
+    };
+    for ((k, w), &i) in outcomes.into_iter().enumerate().zip(&ids) {
+        finish(pool, i, w, refused, setup, t0, &mut slices[k]).await;
+    }
+    // A duet's value is the pair's: one side failed, the other's figure pairs with nothing.
+    if let Some(e) = slices.iter().find_map(|s| s.error.clone()) {
+        for s in &mut slices {
+            s.error.get_or_insert_with(|| e.clone());
+        }
+    }
+    slices
 }
 
 #[cfg(test)]

@@ -1828,3 +1828,79 @@ fn docker_relaunched_run_starts_every_server_afresh_each_round() {
     relaunched("docker", "3971");
     assert_eq!(rxbench_containers(), 0, "containers left behind");
 }
+
+/// `--pairing duet`: every comparison driven as duets — two slices a duet, each naming the
+/// other, over one window (the same round, position and window length) — launched afresh
+/// every round, the comparisons from the duets' ratios, the table saying so, nothing left
+/// running.
+#[test]
+fn native_duet_run_drives_both_servers_of_each_comparison_at_once() {
+    let (dir, summary) = run(
+        "duet-native",
+        &[
+            "--engine",
+            "native",
+            "--profiles",
+            "relaxed",
+            "--configs",
+            "rx,io_uring,io_uring-control",
+            "--conns",
+            "64",
+            "--load",
+            "keepalive",
+            "--rounds",
+            "3",
+            "--pairing",
+            "duet",
+            "--slice",
+            "300ms",
+            "--slice-warmup",
+            "100ms",
+            "--port",
+            "3981",
+        ],
+    );
+    assert_eq!(
+        summary["settings"]["pairing"], "duet",
+        "{}",
+        summary["settings"]
+    );
+    assert_eq!(
+        summary["settings"]["relaunch"], "round",
+        "duets launch afresh"
+    );
+    let raw = json(dir.join("raw.json"));
+    let slices = raw["slices"].as_array().unwrap();
+    // Two comparisons (io_uring against rx, the A/A control against io_uring), two instance
+    // pairings each, two slices a duet, three rounds.
+    assert_eq!(slices.len(), 2 * 2 * 2 * 3, "{}", slices.len());
+    for s in slices {
+        assert!(s["error"].is_null(), "{s}");
+        let partner = &s["duet"];
+        let other = slices
+            .iter()
+            .find(|o| {
+                o["round"] == s["round"]
+                    && o["position"] == s["position"]
+                    && o["server"] == partner["server"]
+            })
+            .unwrap_or_else(|| panic!("no partner slice for {s}"));
+        assert_eq!(other["duet"]["server"], s["server"], "{other}");
+        let (a, b) = (
+            s["window_s"].as_f64().unwrap(),
+            other["window_s"].as_f64().unwrap(),
+        );
+        assert!((a - b).abs() < 0.05, "one window: {a} vs {b}");
+    }
+    let aa = comparison(&summary, "io_uring-control", "io_uring", "cpu_per_request");
+    assert_eq!(aa["pairs"], 3, "Student's t over the 3 rounds: {aa}");
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    assert!(table.contains("Pairing: duets"), "{table}");
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+    for port in 3981..3987 {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "a server still listens on {port}"
+        );
+    }
+}

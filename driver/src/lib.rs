@@ -152,10 +152,87 @@ pub fn run(
 pub fn run_observed(
     opts: &Options,
     abort: Arc<AtomicBool>,
+    note: impl FnMut(&str),
+    on_edge: impl FnMut(Edge),
+) -> Result<Report, RunError> {
+    let mut reports = run_together(std::slice::from_ref(opts), abort, note, on_edge)?;
+    Ok(reports.remove(0))
+}
+
+/// Several loads at once — a duet: two servers driven over the same window, each by its own
+/// threads and connections — with one pair of edges for all of them, so that a measurer
+/// reads every server over the same window and whatever the host does in it falls on each
+/// (Bulej et al., ICPE 2020). The window (warm-up and duration) is the first load's; each
+/// report is that load's alone, except `driver_cpu_s`, which is the whole driver's. One
+/// load: [`run_observed`].
+pub fn run_together(
+    loads: &[Options],
+    abort: Arc<AtomicBool>,
     mut note: impl FnMut(&str),
     mut on_edge: impl FnMut(Edge),
-) -> Result<Report, RunError> {
-    preflight(opts)?;
+) -> Result<Vec<Report>, RunError> {
+    let Some(first) = loads.first() else {
+        return Err(RunError::Invalid("no load to run"));
+    };
+    if loads.iter().any(|o| {
+        o.warmup != first.warmup || o.duration != first.duration || o.max_requests.is_some()
+    }) && loads.len() > 1
+    {
+        return Err(RunError::Invalid(
+            "loads run together share one window: the same warm-up and duration, no --requests",
+        ));
+    }
+    for opts in loads {
+        preflight(opts)?;
+    }
+    let start = Instant::now();
+    let measure_from = start + first.warmup;
+    let until = measure_from + first.duration;
+    let mut groups = Vec::new();
+    for (n, opts) in loads.iter().enumerate() {
+        groups.push(spawn(opts, n, start, measure_from, until, &abort)?);
+    }
+    sleep_until(measure_from, &abort);
+    on_edge(Edge::Start);
+    let cpu_start = cpu_seconds();
+    // A timed run is measured up to its end; a counted run up to when its threads finish.
+    let mut cpu = None;
+    if first.max_requests.is_none() {
+        sleep_until(until, &abort);
+        cpu = Some(cpu_seconds() - cpu_start);
+        on_edge(Edge::End);
+    }
+    let mut results = Vec::new();
+    for handles in groups {
+        let mut group = Vec::new();
+        for h in handles {
+            let result = h
+                .join()
+                .map_err(|_| RunError::Engine("a load thread panicked".into()))?;
+            group.push(result.map_err(RunError::Engine)?);
+        }
+        results.push(group);
+    }
+    let cpu = cpu.unwrap_or_else(|| cpu_seconds() - cpu_start);
+    let elapsed = Instant::now()
+        .min(until)
+        .saturating_duration_since(measure_from);
+    Ok(loads
+        .iter()
+        .zip(results)
+        .map(|(opts, results)| merge(opts, &results, cpu, elapsed, &mut note))
+        .collect())
+}
+
+/// Starts load `n`'s threads (named `rxload-{n}.{t}` beside other loads, `rxload-{t}` alone).
+fn spawn(
+    opts: &Options,
+    n: usize,
+    start: Instant,
+    measure_from: Instant,
+    until: Instant,
+    abort: &Arc<AtomicBool>,
+) -> Result<Vec<std::thread::JoinHandle<Result<load::ThreadResult, String>>>, RunError> {
     let requests = Arc::new(target::render_requests(
         &opts.url,
         &opts.routes,
@@ -163,9 +240,6 @@ pub fn run_observed(
         &opts.body,
         opts.connection == ConnMode::PerRequest,
     ));
-    let start = Instant::now();
-    let measure_from = start + opts.warmup;
-    let until = measure_from + opts.duration;
     let interval = opts
         .rate
         .map(|rate| Duration::from_secs_f64(opts.connections as f64 / rate));
@@ -201,34 +275,29 @@ pub fn run_observed(
                 .max_requests
                 .map(|n| n / opts.threads as u64 + u64::from((t as u64) < n % opts.threads as u64)),
         };
+        let name = if n == 0 {
+            format!("rxload-{t}")
+        } else {
+            format!("rxload-{n}.{t}")
+        };
         handles.push(
             std::thread::Builder::new()
-                .name(format!("rxload-{t}"))
+                .name(name)
                 .spawn(move || load::run_thread(plan))
                 .map_err(|e| RunError::Engine(e.to_string()))?,
         );
     }
-    sleep_until(measure_from, &abort);
-    on_edge(Edge::Start);
-    let cpu_start = cpu_seconds();
-    // A timed run is measured up to its end; a counted run up to when its threads finish.
-    let mut cpu = None;
-    if opts.max_requests.is_none() {
-        sleep_until(until, &abort);
-        cpu = Some(cpu_seconds() - cpu_start);
-        on_edge(Edge::End);
-    }
-    let mut results = Vec::new();
-    for h in handles {
-        let result = h
-            .join()
-            .map_err(|_| RunError::Engine("a load thread panicked".into()))?;
-        results.push(result.map_err(RunError::Engine)?);
-    }
-    let cpu = cpu.unwrap_or_else(|| cpu_seconds() - cpu_start);
-    let elapsed = Instant::now()
-        .min(until)
-        .saturating_duration_since(measure_from);
+    Ok(handles)
+}
+
+/// One load's threads' results as one report.
+fn merge(
+    opts: &Options,
+    results: &[load::ThreadResult],
+    cpu: f64,
+    elapsed: Duration,
+    note: &mut impl FnMut(&str),
+) -> Report {
     let backend = results[0].backend;
     if let IoUringStatus::Unavailable(errno) = backend.io_uring {
         note(&format!(
@@ -250,7 +319,7 @@ pub fn run_observed(
     let mut closes = report::Closes::default();
     let mut errors = Errors::default();
     let mut syscalls: BTreeMap<String, u64> = BTreeMap::new();
-    for r in &results {
+    for r in results {
         latency.add(&r.latency).expect("same bounds");
         uncorrected.add(&r.uncorrected).expect("same bounds");
         send_lag.add(&r.send_lag).expect("same bounds");
@@ -273,7 +342,7 @@ pub fn run_observed(
     }
     syscalls.retain(|_, n| *n > 0);
     let secs = elapsed.as_secs_f64().max(1e-9);
-    Ok(Report {
+    Report {
         url: opts.url.text.clone(),
         engine: backend.backend().to_string(),
         io_uring: Some(backend.io_uring().to_string()),
@@ -303,7 +372,7 @@ pub fn run_observed(
                 behind: lag > report::OpenLoop::BEHIND_US,
             }
         }),
-    })
+    }
 }
 
 /// Checks that apply to every engine: connection count, and a server that answers at all.

@@ -15,7 +15,7 @@ pub use values::foreign_server;
 use values::{duration, duration_or_zero, percent, route};
 
 use crate::model::{
-    ForeignServer, LoadChoice, LoadModel, Offered, Profile, Relaunch, ServerConfig,
+    ForeignServer, LoadChoice, LoadModel, Offered, Pairing, Profile, Relaunch, ServerConfig,
 };
 
 #[derive(Parser, Debug)]
@@ -163,9 +163,16 @@ pub struct MeasureArgs {
     /// round, so that each round draws every process's luck (memory placement, caches)
     /// afresh: the rounds are then independent replicates and the interval is Student's t
     /// over them, whatever the instances' spread (docs/methodology.md, "Per cell, and the
-    /// comparisons"; the method study there says why resident stays the default)
-    #[arg(long, value_enum, default_value_t = Relaunch::Once)]
-    pub relaunch: Relaunch,
+    /// comparisons") [default: once; round with --pairing duet, which needs it]
+    #[arg(long, value_enum)]
+    pub relaunch: Option<Relaunch>,
+    /// How the two servers of a comparison share the time: alternate (one server at a time,
+    /// slice after slice), or duet (both driven at once over one window on the same server
+    /// CPUs, so the host's interference in that second falls on both; each comparison is the
+    /// ratio within each duet, its interval Student's t over rounds of fresh launches;
+    /// docs/methodology.md, "Duets") [default: alternate]
+    #[arg(long, value_enum, default_value_t = Pairing::Alternate)]
+    pub pairing: Pairing,
     /// Keep adding rounds after the planned ones until the A/A control's half-width on CPU per
     /// request is at most PCT percent in every cell, or --max-duration would run out (the
     /// table then names the cells that fell short); an added round drives only the (load
@@ -398,6 +405,15 @@ impl MeasureArgs {
                 .max_duration
                 .unwrap_or(DEFAULT_MAX_DURATION)
                 .as_secs_f64(),
+        })
+    }
+
+    /// When the servers are launched: as asked, else once — or every round for duets, whose
+    /// rounds are the replicates.
+    pub fn relaunch(&self) -> Relaunch {
+        self.relaunch.unwrap_or(match self.pairing {
+            Pairing::Alternate => Relaunch::Once,
+            Pairing::Duet => Relaunch::Round,
         })
     }
 

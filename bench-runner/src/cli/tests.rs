@@ -279,9 +279,9 @@ fn a_full_run_measures_three_load_models_the_others_at_one_level() {
 fn relaunch_is_once_unless_asked_and_names_its_choices() {
     use crate::model::Relaunch;
     // Resident unless asked: the method study found no width to gain on a noisy host.
-    assert_eq!(parse(&[]).unwrap().measure.relaunch, Relaunch::Once);
+    assert_eq!(parse(&[]).unwrap().measure.relaunch(), Relaunch::Once);
     assert_eq!(
-        parse(&["--relaunch", "round"]).unwrap().measure.relaunch,
+        parse(&["--relaunch", "round"]).unwrap().measure.relaunch(),
         Relaunch::Round
     );
     let e = parse(&["--relaunch", "slice"]).unwrap_err().to_string();

@@ -44,6 +44,10 @@ pub enum LoadError {
     Failed { name: &'static str, stderr: String },
     #[error("{name}'s report: {detail}")]
     Report { name: &'static str, detail: String },
+    #[error(
+        "--driver {name} cannot drive two servers at once (--pairing duet): use --driver rxload"
+    )]
+    NoDuet { name: &'static str },
     #[error("--driver {name} cannot drive --load {}: use --driver rxload", .load.name())]
     Unsupported { name: &'static str, load: LoadModel },
 }
@@ -98,6 +102,17 @@ pub trait LoadDriver {
         setup: &Setup,
         edge: &mut dyn FnMut(),
     ) -> Result<Report, LoadError>;
+
+    /// Drives two loads at once over one window (`--pairing duet`), calling `edge` twice as
+    /// [`LoadDriver::drive`] does; a driver that cannot says so.
+    fn drive_duet(
+        &self,
+        _loads: [&Load; 2],
+        _setup: &Setup,
+        _edge: &mut dyn FnMut(),
+    ) -> Result<[Report; 2], LoadError> {
+        Err(LoadError::NoDuet { name: self.name() })
+    }
 }
 
 /// The driver for `choice`, with what it needs built or checked first (and the routes and

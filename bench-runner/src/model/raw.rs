@@ -61,6 +61,10 @@ pub struct Slice {
     /// launched once: 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub launch: u32,
+    /// `--pairing duet`: the server driven at the same time, over the same window (runs
+    /// without duets: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duet: Option<Partner>,
     /// Absent in runs recorded before the load axis: keep-alive.
     #[serde(default)]
     pub load: LoadModel,
@@ -200,6 +204,9 @@ pub struct Settings {
     /// When the servers were launched (runs before it: once, resident for the run).
     #[serde(default, skip_serializing_if = "Relaunch::is_once")]
     pub relaunch: Relaunch,
+    /// How compared servers shared the time (runs before it: alternating slices).
+    #[serde(default, skip_serializing_if = "Pairing::is_alternate")]
+    pub pairing: Pairing,
     pub server_cpus: Vec<usize>,
     pub load_cpus: Vec<usize>,
     /// `host` or `bridge`.
@@ -348,6 +355,45 @@ impl Relaunch {
     }
 }
 
+/// How the two servers of a comparison share the machine's time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pairing {
+    /// One server at a time, slice after slice: a comparison pairs slices up to a block
+    /// (seconds) apart, so whatever the host did in between is in the difference.
+    #[default]
+    Alternate,
+    /// Both servers of each comparison driven at once over one window, on the same server
+    /// CPUs (duet benchmarking, Bulej et al., ICPE 2020): the host's interference in that
+    /// second falls on both, and the comparison is the ratio within each duet. Each server
+    /// gets about half the server CPUs while it runs, so req/s and latency are those of a
+    /// shared machine; CPU per request is the figure.
+    Duet,
+}
+
+impl Pairing {
+    pub fn is_alternate(&self) -> bool {
+        *self == Pairing::Alternate
+    }
+}
+
+/// The other server of a duet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partner {
+    pub server: ServerKey,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub instance: u32,
+}
+
+impl Partner {
+    pub fn of(s: &Slice) -> Partner {
+        Partner {
+            server: s.server.clone(),
+            instance: s.instance,
+        }
+    }
+}
+
 /// The order of a round's slices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -391,6 +437,7 @@ mod tests {
             },
             instance: 0,
             launch: 0,
+            duet: None,
             load: LoadModel::KeepAlive,
             conns: 64,
             route: Route::get_root(),

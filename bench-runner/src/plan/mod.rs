@@ -10,7 +10,7 @@ use rand_pcg::Pcg64;
 
 use crate::cli::{Network, RunArgs};
 use crate::model::{
-    instance_label, Launch, LoadModel, Profile, Relaunch, ServerConfig, ServerKey, Subject,
+    instance_label, Launch, LoadModel, Pairing, Profile, Relaunch, ServerConfig, ServerKey, Subject,
 };
 use crate::stats::below;
 
@@ -35,6 +35,12 @@ pub enum PlanError {
     OpenNeedsKeepAlive,
     #[error("--open-conns {0}: an open-loop share of keep-alive capacity needs keep-alive measured at that level too (add it to --conns, or offer a fixed --open-rate)")]
     OpenLevelWithoutCapacity(u32),
+    #[error("--pairing duet with --relaunch once: a duet's servers keep their luck (memory placement, caches) all run, and its comparison of two resident processes would count that luck as their difference; duets need --relaunch round (their default)")]
+    DuetResident,
+    #[error(
+        "--pairing duet needs --driver rxload (the driver that drives two servers over one window)"
+    )]
+    DuetNeedsRxload,
     #[error("--port {port}: {servers} servers need consecutive ports from it")]
     PortsRunOut { port: u16, servers: usize },
 }
@@ -128,6 +134,30 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
         load_conns.insert(load, levels);
     }
     let (conns, load_conns) = split_levels(load_conns);
+    let relaunch = a.measure.relaunch();
+    if a.measure.pairing == Pairing::Duet {
+        if relaunch == Relaunch::Once {
+            return Err(PlanError::DuetResident);
+        }
+        if a.driver != crate::cli::DriverChoice::Rxload {
+            return Err(PlanError::DuetNeedsRxload);
+        }
+    }
+    let references: Vec<Subject> = a
+        .references
+        .iter()
+        .map(|r| Subject::Foreign(r.as_str().into()))
+        .collect();
+    let duets = match a.measure.pairing {
+        Pairing::Alternate => vec![],
+        Pairing::Duet => crate::summary::comparison_pairs(&servers, &references)
+            .iter()
+            .filter_map(|(x, y)| {
+                let at = |k| servers.iter().position(|s| s == k);
+                Some((at(x)?, at(y)?))
+            })
+            .collect(),
+    };
     Ok((
         Plan {
             servers,
@@ -136,7 +166,9 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
             load_conns,
             routes: a.measure.routes.clone(),
             instances: a.measure.instances(),
-            relaunch: a.measure.relaunch,
+            relaunch,
+            pairing: a.measure.pairing,
+            duets,
             target: a.measure.target(),
             rounds: a.measure.rounds(),
             slice: a.measure.slice(),
@@ -157,6 +189,8 @@ pub struct Cell {
     pub conns: u32,
     /// Index into [`Plan::routes`].
     pub route: usize,
+    /// A duet (`--pairing duet`): the resident server driven at the same time.
+    pub partner: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -168,6 +202,11 @@ pub struct Plan {
     pub instances: u32,
     /// Whether every round starts with every server launched afresh.
     pub relaunch: Relaunch,
+    /// Whether compared servers are driven one at a time or at once.
+    pub pairing: Pairing,
+    /// `--pairing duet`: the comparisons, as pairs of indices into `servers` (each made a
+    /// duet of their instances every round).
+    pub duets: Vec<(usize, usize)>,
     /// Rounds added after `rounds` until the A/A control resolves this (`--target-resolution`).
     pub target: Option<crate::target::Target>,
     pub loads: Vec<LoadModel>,
@@ -278,20 +317,46 @@ impl Plan {
         crate::model::conns_of(&self.conns, &self.load_conns, load)
     }
 
+    /// Every (load model, connection level, route) block of the plan, in order.
+    fn blocks(&self) -> Vec<(LoadModel, u32, usize)> {
+        self.loads
+            .iter()
+            .flat_map(|&load| {
+                self.conns_of(load).iter().flat_map(move |&conns| {
+                    (0..self.routes.len()).map(move |route| (load, conns, route))
+                })
+            })
+            .collect()
+    }
+
+    /// What a block visits in round `round`: every resident server once, or (duets) every
+    /// comparison once per instance — instance i of the first with instance i + round of the
+    /// second, so that over the rounds every instance meets every other.
+    fn visits(&self, round: u32) -> Vec<(usize, Option<usize>)> {
+        let k = self.instances.max(1) as usize;
+        match self.pairing {
+            Pairing::Alternate => (0..self.residents()).map(|s| (s, None)).collect(),
+            Pairing::Duet => self
+                .duets
+                .iter()
+                .flat_map(|&(a, b)| {
+                    (0..k).map(move |i| (a * k + i, Some(b * k + (i + round as usize) % k)))
+                })
+                .collect(),
+        }
+    }
+
     pub fn cells(&self) -> Vec<Cell> {
         let mut cells = Vec::new();
-        for server in 0..self.residents() {
-            for &load in &self.loads {
-                for &conns in self.conns_of(load) {
-                    for route in 0..self.routes.len() {
-                        cells.push(Cell {
-                            server,
-                            load,
-                            conns,
-                            route,
-                        });
-                    }
-                }
+        for (load, conns, route) in self.blocks() {
+            for (server, partner) in self.visits(0) {
+                cells.push(Cell {
+                    server,
+                    load,
+                    conns,
+                    route,
+                    partner,
+                });
             }
         }
         cells
@@ -312,25 +377,18 @@ impl Plan {
             Pcg64::seed_from_u64(self.seed ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         // Load models outermost: with one model the blocks (and so the schedule a seed
         // gives) are those of the runs before the load axis.
-        let mut blocks: Vec<(LoadModel, u32, usize)> = self
-            .loads
-            .iter()
-            .flat_map(|&load| {
-                self.conns_of(load).iter().flat_map(move |&conns| {
-                    (0..self.routes.len()).map(move |route| (load, conns, route))
-                })
-            })
-            .collect();
+        let mut blocks = self.blocks();
         shuffle(&mut blocks, &mut rng);
         let mut order = Vec::with_capacity(self.cells().len());
         for (load, conns, route) in blocks {
-            let mut servers: Vec<usize> = (0..self.residents()).collect();
-            shuffle(&mut servers, &mut rng);
-            order.extend(servers.into_iter().map(|server| Cell {
+            let mut visits = self.visits(round);
+            shuffle(&mut visits, &mut rng);
+            order.extend(visits.into_iter().map(|(server, partner)| Cell {
                 server,
                 load,
                 conns,
                 route,
+                partner,
             }));
         }
         order
@@ -427,9 +485,14 @@ impl Plan {
             String::new()
         };
         let load = c.load.suffix();
-        let (key, instance) = self.resident(c.server);
-        let instance = instance_label(instance, self.instances);
-        format!("{key}{instance} c={}{load}{route}", c.conns)
+        let name = |i: usize| {
+            let (key, instance) = self.resident(i);
+            format!("{key}{}", instance_label(instance, self.instances))
+        };
+        let partner = c
+            .partner
+            .map_or(String::new(), |p| format!(" with {}", name(p)));
+        format!("{}{partner} c={}{load}{route}", name(c.server), c.conns)
     }
 }
 

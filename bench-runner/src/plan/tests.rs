@@ -1,6 +1,6 @@
 //! The plan's schedule and its description, on fixed seeds.
 use super::*;
-use crate::model::Profile;
+use crate::model::{Pairing, Profile};
 
 fn plan(seed: u64) -> Plan {
     let servers = [
@@ -22,6 +22,8 @@ fn plan(seed: u64) -> Plan {
         servers,
         instances: 1,
         relaunch: Relaunch::Once,
+        pairing: Pairing::Alternate,
+        duets: vec![],
         target: None,
         loads: vec![LoadModel::KeepAlive],
         conns: vec![64, 256, 512],
@@ -324,4 +326,65 @@ fn relaunching_puts_a_launch_before_every_pass_but_the_first_in_the_eta_and_shuf
     first.sort();
     assert_eq!(first, (0..6).collect::<Vec<_>>());
     assert_eq!(every.start_order(), every.launch_order(0));
+}
+
+#[test]
+fn a_duet_plan_drives_every_comparison_per_instance_and_rotates_the_partners() {
+    use crate::cli::Cli;
+    use clap::Parser;
+    let args = |extra: &[&str]| {
+        Cli::try_parse_from(["x"].iter().chain(extra).copied())
+            .unwrap()
+            .run
+    };
+    let (p, _) = make_plan(
+        &args(&[
+            "--pairing",
+            "duet",
+            "--configs",
+            "rx,io_uring,io_uring-control",
+            "--profiles",
+            "no-io-uring,relaxed",
+            "--load",
+            "keepalive",
+            "--conns",
+            "64",
+        ]),
+        true,
+        5,
+    )
+    .unwrap();
+    assert_eq!(
+        p.relaunch,
+        Relaunch::Round,
+        "duets launch afresh by default"
+    );
+    let pairs: Vec<(String, String)> = p
+        .duets
+        .iter()
+        .map(|&(a, b)| (p.servers[a].to_string(), p.servers[b].to_string()))
+        .collect();
+    // The comparisons the table makes, each once: the A/A control, io_uring against rx,
+    // each profile against relaxed.
+    let expected = crate::summary::comparison_pairs(&p.servers, &[]);
+    assert_eq!(p.duets.len(), expected.len(), "{pairs:?}");
+    for round in 1..=3 {
+        let order = p.round_order(round);
+        assert_eq!(order.len(), expected.len() * p.instances as usize);
+        for c in &order {
+            let partner = c.partner.expect("every cell of a duet plan is a duet");
+            assert_ne!(c.server, partner);
+            let (a, _) = p.resident(c.server);
+            let (b, _) = p.resident(partner);
+            assert!(expected.contains(&(a.clone(), b.clone())), "{a} with {b}");
+        }
+        // Instance 0 of the first meets instance (0 + round) % 2 of the second.
+        let c = order.iter().find(|c| p.resident(c.server).1 == 0).unwrap();
+        assert_eq!(p.resident(c.partner.unwrap()).1, round % 2);
+    }
+    // Resident duets would count the processes' luck as their difference: refused.
+    let e = make_plan(&args(&["--pairing", "duet", "--relaunch", "once"]), true, 5).unwrap_err();
+    assert_eq!(e, PlanError::DuetResident);
+    let e = make_plan(&args(&["--pairing", "duet", "--driver", "oha"]), true, 5).unwrap_err();
+    assert_eq!(e, PlanError::DuetNeedsRxload);
 }

@@ -47,25 +47,30 @@ impl Rounds<'_> {
             if self.setup.abort.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            let slice = slice::measure(
-                pool,
-                self.plan,
-                self.driver,
-                self.setup,
-                (round, position as u32),
-                cell,
-                t0,
-                raw,
-            )
-            .await;
-            failed += usize::from(!slice.ok());
-            let line = describe_slice(&slice, raw.settings.server_cpus.len(), self.plan.instances);
-            let lost = slice
-                .error
-                .as_ref()
-                .filter(|e| e.kind() == Some(FailureKind::EngineLost))
-                .map(|e| e.headline().to_string());
-            raw.slices.push(slice);
+            let at = (round, position as u32);
+            let (p, d, s) = (self.plan, self.driver, self.setup);
+            let slices = match cell.partner {
+                None => vec![slice::measure(pool, p, d, s, at, cell, t0, raw).await],
+                Some(_) => slice::measure_duet(pool, p, d, s, at, cell, t0, raw)
+                    .await
+                    .to_vec(),
+            };
+            let mut lines = Vec::new();
+            let mut lost = None;
+            for slice in slices {
+                failed += usize::from(!slice.ok());
+                lines.push(describe_slice(
+                    &slice,
+                    raw.settings.server_cpus.len(),
+                    self.plan.instances,
+                ));
+                lost = lost.or(slice
+                    .error
+                    .as_ref()
+                    .filter(|e| e.kind() == Some(FailureKind::EngineLost))
+                    .map(|e| e.headline().to_string()));
+                raw.slices.push(slice);
+            }
             record::write_raw(self.dir, raw)?;
             if let Some(cause) = lost {
                 bar.finish_and_clear();
@@ -76,7 +81,7 @@ impl Rounds<'_> {
                 });
             }
             bar.inc(1);
-            bar.set_message(line);
+            bar.set_message(lines.join(" | "));
         }
         Ok(Some(failed))
     }

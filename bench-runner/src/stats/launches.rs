@@ -56,8 +56,14 @@ pub fn compare(a: &[&Series], b: &[&Series]) -> Option<Interval> {
         .iter()
         .filter_map(|(r, x)| lb.get(r).map(|y| x - y))
         .collect();
+    rounds_interval(&d)
+}
+
+/// The mean of per-round differences of log values, `d`, as a ratio with Student's t 95 %
+/// interval over the rounds (fewer than [`MIN_ROUNDS`]: none).
+pub fn rounds_interval(d: &[f64]) -> Option<Interval> {
     let n = d.len();
-    if n < MIN_ROUNDS {
+    if n < MIN_ROUNDS || d.iter().any(|x| !x.is_finite()) {
         return None;
     }
     let mean = d.iter().sum::<f64>() / n as f64;

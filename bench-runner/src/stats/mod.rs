@@ -3,6 +3,7 @@
 //! two-level interval of configurations run as several instances ([`instances`]), and
 //! how a ratio with its interval is printed.
 
+pub mod duets;
 pub mod instances;
 pub mod launches;
 

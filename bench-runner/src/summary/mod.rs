@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{LoadModel, Raw, Relaunch, ServerConfig, ServerKey, Slice, Subject};
+use crate::model::{LoadModel, Pairing, Raw, Relaunch, ServerConfig, ServerKey, Slice, Subject};
 use crate::stats::instances::{self, Series};
-use crate::stats::launches;
+use crate::stats::{duets, launches};
 use crate::stats::{order_statistic_median, paired_ratios};
 
 mod means;
@@ -132,6 +132,7 @@ pub fn summarise(raw: &Raw) -> Summary {
         }
     }
     let position = |k: &ServerKey| servers.iter().position(|s| s == k);
+    let duet_ratios = (raw.settings.pairing == Pairing::Duet).then(|| duet_ratios(raw, cpus));
     for pair in comparison_pairs(&servers, &references) {
         for &load in &raw.settings.loads {
             for &conns in raw.settings.conns_of(load) {
@@ -142,6 +143,15 @@ pub fn summarise(raw: &Raw) -> Summary {
                             get(k, at).map_or(vec![], |by| by.values().collect())
                         };
                         let interval = match fits.get(&(load, conns, route.clone(), metric)) {
+                            // Duets: the ratio within each, over rounds of fresh launches.
+                            _ if duet_ratios.is_some() => duet_ratios
+                                .as_ref()
+                                .and_then(|d| {
+                                    d.get(&(pair.clone(), load, conns, route.clone(), metric))
+                                })
+                                .and_then(|by_round| {
+                                    duets::compare(by_round, instances.max(1) as usize)
+                                }),
                             // Every round launched afresh: the rounds are the replicates.
                             _ if relaunched => launches::compare(&all(&pair.0), &all(&pair.1)),
                             Some(fit) => position(&pair.0)
@@ -206,6 +216,46 @@ pub fn summarise(raw: &Raw) -> Summary {
         resolution,
         route_means,
     }
+}
+
+/// A duet comparison's key: (A, B), load model, level, route, metric.
+type DuetKey = ((ServerKey, ServerKey), LoadModel, u32, String, Metric);
+
+/// Every duet's ln(A / B) on every metric both of its slices have, by comparison and round
+/// (the two slices of a duet share a round and a position; A is the one whose partner is B,
+/// each duet counted once, A being the side the plan named first).
+fn duet_ratios(raw: &Raw, cpus: usize) -> BTreeMap<DuetKey, BTreeMap<u32, Vec<f64>>> {
+    let mut duets: BTreeMap<(u32, u32), Vec<&Slice>> = BTreeMap::new();
+    for s in raw.slices.iter().filter(|s| s.duet.is_some()) {
+        duets.entry((s.round, s.position)).or_default().push(s);
+    }
+    let mut out: BTreeMap<DuetKey, BTreeMap<u32, Vec<f64>>> = BTreeMap::new();
+    for pair in duets.values() {
+        let [a, b] = pair[..] else { continue };
+        for &metric in Metric::of(a.load) {
+            let value = |s: &Slice| slice_value(s, metric, cpus);
+            // A failed duet is still a duet of its round: its NaN leaves the round out.
+            let d = match (value(a), value(b)) {
+                (Some(x), Some(y)) if x > 0.0 && y > 0.0 => (x / y).ln(),
+                _ if metric == Metric::CpuPerRequest => f64::NAN,
+                _ => continue,
+            };
+            for ((p, q), d) in [((a, b), d), ((b, a), -d)] {
+                out.entry((
+                    (p.server.clone(), q.server.clone()),
+                    p.load,
+                    p.conns,
+                    p.route.to_string(),
+                    metric,
+                ))
+                .or_default()
+                .entry(p.round)
+                .or_default()
+                .push(d);
+            }
+        }
+    }
+    out
 }
 
 /// The widest A/A half-width per metric.
