@@ -355,13 +355,7 @@ pub async fn measure_duet<E: Engine>(
     for (k, &i) in ids.iter().enumerate() {
         match prepare(pool, i, cell, &slices[k], raw).await {
             Ok(p) => prepared.push(p),
-            Err(e) => {
-                let failure = Failure::from(e);
-                for s in &mut slices {
-                    s.error = Some(failure.clone());
-                }
-                return slices;
-            }
+            Err(e) => return fail_both(slices, e.into()),
         }
     }
     let route = slices[0].route.clone();
@@ -385,22 +379,22 @@ pub async fn measure_duet<E: Engine>(
     slices[1].steal = slices[0].steal.clone();
     let outcomes: [Result<Window, SliceError>; 2] = match outcome {
         Ok([a, b]) => [Ok(a), Ok(b)],
-        Err(e) => {
-            let failure = Failure::from(e);
-            for s in &mut slices {
-                s.error = Some(failure.clone());
-            }
-            return slices;
-        }
+        Err(e) => return fail_both(slices, e.into()),
     };
     for ((k, w), &i) in outcomes.into_iter().enumerate().zip(&ids) {
         finish(pool, i, w, refused, setup, t0, &mut slices[k]).await;
     }
     // A duet's value is the pair's: one side failed, the other's figure pairs with nothing.
-    if let Some(e) = slices.iter().find_map(|s| s.error.clone()) {
-        for s in &mut slices {
-            s.error.get_or_insert_with(|| e.clone());
-        }
+    match slices.iter().find_map(|s| s.error.clone()) {
+        Some(e) => fail_both(slices, e),
+        None => slices,
+    }
+}
+
+/// Both slices of a duet marked with `failure`, where a slice has no cause of its own.
+fn fail_both(mut slices: [Slice; 2], failure: Failure) -> [Slice; 2] {
+    for s in &mut slices {
+        s.error.get_or_insert_with(|| failure.clone());
     }
     slices
 }

@@ -174,9 +174,10 @@ pub fn run_together(
     let Some(first) = loads.first() else {
         return Err(RunError::Invalid("no load to run"));
     };
-    if loads.iter().any(|o| {
-        o.warmup != first.warmup || o.duration != first.duration || o.max_requests.is_some()
-    }) && loads.len() > 1
+    if loads.len() > 1
+        && loads.iter().any(|o| {
+            o.warmup != first.warmup || o.duration != first.duration || o.max_requests.is_some()
+        })
     {
         return Err(RunError::Invalid(
             "loads run together share one window: the same warm-up and duration, no --requests",

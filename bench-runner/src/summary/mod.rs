@@ -222,8 +222,9 @@ pub fn summarise(raw: &Raw) -> Summary {
 type DuetKey = ((ServerKey, ServerKey), LoadModel, u32, String, Metric);
 
 /// Every duet's ln(A / B) on every metric both of its slices have, by comparison and round
-/// (the two slices of a duet share a round and a position; A is the one whose partner is B,
-/// each duet counted once, A being the side the plan named first).
+/// (the two slices of a duet share a round and a position; each duet is entered both ways,
+/// as ln(A / B) under (A, B) and its negative under (B, A), so a comparison finds it
+/// whichever side the table puts first).
 fn duet_ratios(raw: &Raw, cpus: usize) -> BTreeMap<DuetKey, BTreeMap<u32, Vec<f64>>> {
     let mut duets: BTreeMap<(u32, u32), Vec<&Slice>> = BTreeMap::new();
     for s in raw.slices.iter().filter(|s| s.duet.is_some()) {
