@@ -50,7 +50,7 @@ cells = {}
 for i in range(a.runs):
     for driver in ("rxload", "oha"):
         out = os.path.join(a.out, f"run-{a.rate}-{driver}-{i + 1}")
-        cmd = [runner, "--engine", "native", "--driver", driver, "--instances", "1",
+        cmd = [runner, "--engine", "native", "--driver", driver, "--pairing", "alternate", "--instances", "1",
                "--profiles", "relaxed", "--configs", "rx,io_uring", "--conns", str(a.conns), "--load", a.load,
                "--open-at", "0", "--open-slowest", "0", "--open-rate", str(a.rate),
                "--rounds", str(a.rounds), "--slice", "1s", "--slice-warmup", "0s",

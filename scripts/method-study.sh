@@ -22,7 +22,7 @@ for i in $(seq "$pairs"); do
   for method in once round; do
     out=$(mktemp -d)
     "$runner" --profiles no-io-uring,relaxed --configs rx,io_uring,io_uring-control \
-      --load keepalive --rounds 8 --relaunch "$method" --out "$out" \
+      --load keepalive --rounds 8 --relaunch "$method" --pairing alternate --out "$out" \
       "${build[@]+"${build[@]}"}" "$@" >/dev/null
     build=(--no-build)
     run=$(readlink -f "$out/latest")

@@ -70,7 +70,7 @@ for n in "${fits[@]}"; do
   "$runner" --engine native $dry_run \
     --profiles relaxed,no-io-uring --configs io_uring,rx,legacy,io_uring-control \
     --conns 64,256,512 --load keepalive,per-request --per-request-conns 64 \
-    --rounds "$rounds" --slice 500ms --slice-warmup 200ms \
+    --rounds "$rounds" --pairing alternate --slice 500ms --slice-warmup 200ms \
     --server-cpus "$server_cpus" --load-cpus "$load_cpus" \
     --out "$out/workers-$n"
 done

@@ -25,6 +25,7 @@ pub fn run_args(a: &CalibrateArgs) -> RunArgs {
     // many instances; and fixed: the study has no A/A control to aim a target at.
     let checked = MeasureArgs {
         instances: Some(a.group),
+        pairing: Some(crate::model::Pairing::Alternate),
         ..a.measure.clone()
     };
     measure.rounds = Some(checked.rounds());
@@ -34,7 +35,7 @@ pub fn run_args(a: &CalibrateArgs) -> RunArgs {
     // The study checks the resident method's interval (its analysis fits instances and
     // rounds): its servers stay resident.
     measure.relaunch = Some(crate::model::Relaunch::Once);
-    measure.pairing = crate::model::Pairing::Alternate;
+    measure.pairing = Some(crate::model::Pairing::Alternate);
     RunArgs {
         measure,
         profiles: vec![a.profile],

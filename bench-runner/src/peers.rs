@@ -7,9 +7,11 @@
 
 use std::path::Path;
 
-use crate::cli::{DriverChoice, EngineChoice, Network, Peer, PeersArgs, RunArgs, StraceSlices};
+use crate::cli::{
+    DriverChoice, EngineChoice, MeasureArgs, Network, Peer, PeersArgs, RunArgs, StraceSlices,
+};
 use crate::engine::build;
-use crate::model::{ForeignServer, Launch, Profile, ServerConfig};
+use crate::model::{ForeignServer, Launch, Pairing, Profile, ServerConfig};
 use driver::target::Route;
 
 /// Why the peers run could not be set up.
@@ -99,7 +101,12 @@ pub fn run_args(a: &PeersArgs, root: &Path) -> Result<RunArgs, PeersError> {
         })
         .collect();
     Ok(RunArgs {
-        measure: a.measure.clone(),
+        // Peers alternate unless asked: their table's figures are req/s and latency, each
+        // server's own on the server CPUs, which a duet would share between two.
+        measure: MeasureArgs {
+            pairing: Some(a.measure.pairing.unwrap_or(Pairing::Alternate)),
+            ..a.measure.clone()
+        },
         profiles: vec![Profile::Relaxed],
         // The control (io_uring twice) gives the run's resolution, as in the matrix.
         configs: vec![

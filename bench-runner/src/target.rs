@@ -74,15 +74,16 @@ impl Target {
     }
 
     /// After a round: another one, or why not. `cells` is how many A/A cells the run has
-    /// (one with no interval yet counts as open); `elapsed` the measuring so far, `per_slice`
-    /// a slice's share of it, `slices_in` how many slices a round of some blocks holds.
+    /// (one with no interval yet counts as open); `elapsed` the measuring so far, `per_visit`
+    /// one visit's share of it (one driver window: a slice, or a duet's two), `visits_in` how
+    /// many visits a round of some blocks holds.
     pub fn next(
         &self,
         s: &Summary,
         cells: usize,
         elapsed: Duration,
-        per_slice: Duration,
-        slices_in: impl Fn(&Blocks) -> usize,
+        per_visit: Duration,
+        visits_in: impl Fn(&Blocks) -> usize,
     ) -> Next {
         if cells == 0 {
             return Next::NoControl;
@@ -105,7 +106,7 @@ impl Target {
                 })
                 .collect()
         });
-        let round = per_slice * slices_in(&blocks) as u32;
+        let round = per_visit * visits_in(&blocks) as u32;
         if elapsed + round > self.budget() {
             return Next::BudgetSpent(open.into_iter().cloned().collect());
         }

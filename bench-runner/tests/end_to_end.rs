@@ -177,6 +177,9 @@ fn a_a_and_a_b(engine: &str, port: &str) {
         // of freedom (t = 2.31; with two instances, 4 and t = 2.78).
         "--instances",
         "3",
+        // Alternating slices (a full run's default is duets): what this test checks.
+        "--pairing",
+        "alternate",
         "--rounds",
         "5",
         "--slice",
@@ -265,6 +268,9 @@ fn native_run_adds_rounds_for_its_target_and_says_where_it_fell_short() {
                 "64",
                 "--load",
                 "keepalive",
+                // Alternating slices (a full run's default is duets): what this test checks.
+                "--pairing",
+                "alternate",
                 "--rounds",
                 "3",
                 "--slice",
@@ -528,6 +534,9 @@ fn both_load_models(engine: &str, port: &str) {
             "50",
             "--open-slowest",
             "50",
+            // Alternating slices (a full run's default is duets): what this test checks.
+            "--pairing",
+            "alternate",
             // One round above the fewest an interval is made from: an open-loop slice whose
             // driver fell behind is left out, and the cell keeps its comparison.
             "--rounds",
@@ -1765,6 +1774,9 @@ fn relaunched(engine: &str, port: &str) {
             "64",
             "--load",
             "keepalive",
+            // Alternating slices (a full run's default is duets): what this test checks.
+            "--pairing",
+            "alternate",
             "--rounds",
             "4",
             "--relaunch",

@@ -43,6 +43,8 @@ fn oha_drives_every_load_model_and_its_report_is_read() {
             "relaxed",
         ])
         .args(["--configs", "rx", "--instances", "1", "--conns", "16"])
+        // oha drives one server at a time: no duets.
+        .args(["--pairing", "alternate"])
         .args(["--load", "keepalive,per-request,open", "--open-at", "50"])
         .args(["--open-slowest", "0", "--rounds", "2", "--slice", "1s"])
         .args([

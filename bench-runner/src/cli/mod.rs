@@ -23,14 +23,15 @@ use crate::model::{
     name = "bench-runner",
     version,
     about = "Runs the rxbench matrix — seccomp profiles x server configurations x connection \
-levels — with every server resident and alternating 1 s slices, and writes the table with its \
-paired confidence intervals and evidence",
+levels — as duets (the two servers of every comparison driven at once, launched afresh every \
+round), and writes the answer, the table with its 95 % intervals, and the evidence",
     after_help = "\
 Examples:
   cargo run --release -p bench-runner                      full run: keep-alive, a connection per request and open
-                                                           loop, 6 rounds x 2 instances of 1 s slices, then rounds
-                                                           for the cells still wider than ±2 % (≤ 40 min)
-  cargo run --release -p bench-runner -- --quick           smoke run (3 rounds x 2 instances of 0.3 s slices, ~6 min)
+                                                           loop as duets, 6 rounds of 1 s windows, then rounds
+                                                           for the cells still wider than ±2 % (≤ 30 min)
+  cargo run --release -p bench-runner -- --quick           smoke run (3 rounds x 2 instances of 0.3 s slices,
+                                                           alternating, ~6 min)
   cargo run --release -p bench-runner -- --dry-run         the plan and its ETA
   cargo run --release -p bench-runner -- --routes GET:/,GET:/user/0,POST:/user
   cargo run --release -p bench-runner -- report results/latest
@@ -40,12 +41,12 @@ Examples:
   cargo run --release -p bench-runner -- --engine native --server 'mine=cmd:./my-server --port {port}'
   cargo run --release -p bench-runner -- calibrate --conns 64,512   do the intervals keep their promise? (~10 min)
 
-Method (docs/methodology.md): every configuration runs as --instances (2) resident servers
-for the whole run; a round drives each (server, connection level, route) once for one slice,
-in a fresh random order (blocks of one level and route, every server once); a comparison's
-95 % interval covers both the slices' spread and how much two identical processes differ;
-the io_uring control pair (the same server as two configurations) gives the run's
-resolution."
+Method (docs/methodology.md, \"Duets\"): each round launches every server afresh and drives
+the two servers of every comparison at once, over one window, on the same server CPUs, so the
+host's interference of that second falls on both; a comparison is the ratio within each duet,
+its 95 % interval Student's t over the rounds (each round an independent draw of both
+processes); the io_uring control pair (the same server as two configurations) gives the
+run's resolution. --pairing alternate drives one server at a time (resident, 2 instances)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -129,9 +130,16 @@ pub const DEFAULT_OTHER_CONNS: u32 = 64;
 /// capacity is noisier per slice than keep-alive, and a quiet machine resolves keep-alive
 /// sooner).
 pub const DEFAULT_SLICES: u32 = 12;
-/// Resident instances per configuration: two is the fewest that let a run see how much two
-/// identical processes differ.
+/// Resident instances per configuration when servers alternate: two is the fewest that let a
+/// run see how much two identical processes differ.
 pub const DEFAULT_INSTANCES: u32 = 2;
+/// Planned rounds of duets (one instance each, launched afresh every round): the full matrix's
+/// 154 duets a round take about 3.5 minutes here, so six take about 21 of the 30 minutes and
+/// leave the rest for rounds of the cells still wider than the target; six rounds give
+/// Student's t five degrees of freedom.
+pub const DEFAULT_DUET_ROUNDS: u32 = 6;
+/// What a full run of duets may spend measuring to reach the target.
+pub const DEFAULT_DUET_MAX_DURATION: Duration = Duration::from_secs(30 * 60);
 /// The A/A half-width a full run keeps adding rounds for, in percent.
 pub const DEFAULT_TARGET_PCT: f64 = crate::summary::DEFAULT_RESOLUTION * 100.0;
 /// What a full run may spend measuring to reach it.
@@ -148,31 +156,31 @@ pub const QUICK_SLICE_WARMUP: Duration = Duration::from_millis(200);
 /// What every measuring command shares: the rounds and slices, the levels and routes, where
 /// driver and servers run, and where results go.
 pub struct MeasureArgs {
-    /// Slices per cell: each round visits every cell once [default: 12 slices per
-    /// configuration over its instances (6 rounds of 2), then rounds added for
-    /// --target-resolution; --quick: 3 rounds of 2]
+    /// Rounds: each visits every cell once [default: 6 rounds of duets, or alternating 12
+    /// slices per configuration over its instances (6 rounds of 2); then rounds added for
+    /// --target-resolution; --quick: 3 rounds of 2, alternating]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rounds: Option<u32>,
     /// Resident instances of each configuration, started in a shuffled order: its interval
     /// then covers how much two identical processes differ (placement, caches), which one
     /// process cannot show. 1 gives the old method (one process, slices bootstrapped)
-    /// [default: 2; calibrate: 8]
+    /// [default: 1 with duets (each round launches them afresh), 2 alternating; calibrate: 8]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub instances: Option<u32>,
     /// When the servers are launched: once (resident for the run), or again before every
     /// round, so that each round draws every process's luck (memory placement, caches)
     /// afresh: the rounds are then independent replicates and the interval is Student's t
     /// over them, whatever the instances' spread (docs/methodology.md, "Per cell, and the
-    /// comparisons") [default: once; round with --pairing duet, which needs it]
+    /// comparisons") [default: round with duets, which need it; once alternating]
     #[arg(long, value_enum)]
     pub relaunch: Option<Relaunch>,
-    /// How the two servers of a comparison share the time: alternate (one server at a time,
-    /// slice after slice), or duet (both driven at once over one window on the same server
-    /// CPUs, so the host's interference in that second falls on both; each comparison is the
-    /// ratio within each duet, its interval Student's t over rounds of fresh launches;
-    /// docs/methodology.md, "Duets") [default: alternate]
-    #[arg(long, value_enum, default_value_t = Pairing::Alternate)]
-    pub pairing: Pairing,
+    /// How the two servers of a comparison share the time: duet (both driven at once over one
+    /// window on the same server CPUs, so the host's interference in that second falls on
+    /// both; each comparison is the ratio within each duet, its interval Student's t over
+    /// rounds of fresh launches; docs/methodology.md, "Duets"), or alternate (one server at a
+    /// time, slice after slice) [default: duet; alternate with --quick or --relaunch once]
+    #[arg(long, value_enum)]
+    pub pairing: Option<Pairing>,
     /// Keep adding rounds after the planned ones until the A/A control's half-width on CPU per
     /// request is at most PCT percent in every cell, or --max-duration would run out (the
     /// table then names the cells that fell short); an added round drives only the (load
@@ -181,7 +189,7 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub target_resolution: Option<f64>,
     /// The measuring time no added round may end past (the planned rounds always run)
-    /// [default: 40m]
+    /// [default: 30m with duets, 40m alternating]
     #[arg(long, value_parser = duration)]
     pub max_duration: Option<Duration>,
     /// Measured time per slice (1s, 500ms) [default: 1s; --quick: 300ms]
@@ -381,15 +389,30 @@ impl MeasureArgs {
         models
     }
 
+    /// How compared servers share the time: as asked, else duets — but for a smoke run
+    /// (`--quick`: too few rounds for Student's t over them) and resident servers
+    /// (`--relaunch once`: a duet of two resident processes counts their luck as their
+    /// difference).
+    pub fn pairing(&self) -> Pairing {
+        self.pairing
+            .unwrap_or(if self.quick || self.relaunch == Some(Relaunch::Once) {
+                Pairing::Alternate
+            } else {
+                Pairing::Duet
+            })
+    }
+
     pub fn rounds(&self) -> u32 {
         let k = self.instances();
-        self.rounds.unwrap_or(match (self.quick, k) {
-            (true, 1) => QUICK_SLICES,
-            (true, _) => QUICK_SLICES
-                .div_ceil(k)
-                .max(crate::stats::instances::MIN_ROUNDS as u32),
-            (false, _) => DEFAULT_SLICES.div_ceil(k),
-        })
+        self.rounds
+            .unwrap_or(match (self.quick, self.pairing(), k) {
+                (true, _, 1) => QUICK_SLICES,
+                (true, _, _) => QUICK_SLICES
+                    .div_ceil(k)
+                    .max(crate::stats::instances::MIN_ROUNDS as u32),
+                (false, Pairing::Duet, _) => DEFAULT_DUET_ROUNDS,
+                (false, Pairing::Alternate, _) => DEFAULT_SLICES.div_ceil(k),
+            })
     }
 
     /// The resolution to keep adding rounds for, if any.
@@ -399,26 +422,34 @@ impl MeasureArgs {
             (None, false) => DEFAULT_TARGET_PCT,
             (None, true) => return None,
         };
+        let budget = match self.pairing() {
+            Pairing::Duet => DEFAULT_DUET_MAX_DURATION,
+            Pairing::Alternate => DEFAULT_MAX_DURATION,
+        };
         Some(crate::target::Target {
             half_width: pct / 100.0,
-            budget_s: self
-                .max_duration
-                .unwrap_or(DEFAULT_MAX_DURATION)
-                .as_secs_f64(),
+            budget_s: self.max_duration.unwrap_or(budget).as_secs_f64(),
         })
     }
 
     /// When the servers are launched: as asked, else once — or every round for duets, whose
     /// rounds are the replicates.
     pub fn relaunch(&self) -> Relaunch {
-        self.relaunch.unwrap_or(match self.pairing {
+        self.relaunch.unwrap_or(match self.pairing() {
             Pairing::Alternate => Relaunch::Once,
             Pairing::Duet => Relaunch::Round,
         })
     }
 
+    /// Instances of each configuration: as asked, else one for duets (each round launches it
+    /// afresh, so the rounds sample the processes' luck) and two alternating.
     pub fn instances(&self) -> u32 {
-        self.instances.unwrap_or(DEFAULT_INSTANCES).max(1)
+        self.instances
+            .unwrap_or(match self.pairing() {
+                Pairing::Duet => 1,
+                Pairing::Alternate => DEFAULT_INSTANCES,
+            })
+            .max(1)
     }
 
     pub fn slice(&self) -> Duration {

@@ -1,7 +1,7 @@
 //! The command line as a user types it: defaults, typed values, refusals by name.
 
 use super::*;
-use crate::model::Launch;
+use crate::model::{Launch, Relaunch};
 
 fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
     Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).map(|c| c.run)
@@ -11,26 +11,52 @@ fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
 fn defaults_quick_and_explicit_values() {
     let a = parse(&[]).unwrap();
     let m = &a.measure;
+    // A full run: duets, one instance launched afresh every round, six planned rounds.
     assert_eq!(
-        (m.instances(), m.rounds(), m.slice(), m.slice_warmup()),
-        (2, 6, DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
+        (m.pairing(), m.relaunch(), m.instances(), m.rounds()),
+        (Pairing::Duet, Relaunch::Round, 1, DEFAULT_DUET_ROUNDS)
     );
-    let one = parse(&["--instances", "1"]).unwrap().measure;
+    assert_eq!(
+        (m.slice(), m.slice_warmup()),
+        (DEFAULT_SLICE, DEFAULT_SLICE_WARMUP)
+    );
+    // Alternating: two resident instances, the same 12 slices a cell however many there are.
+    let alt = parse(&["--pairing", "alternate"]).unwrap().measure;
+    assert_eq!(
+        (alt.relaunch(), alt.instances(), alt.rounds()),
+        (Relaunch::Once, 2, 6)
+    );
+    let one = parse(&["--pairing", "alternate", "--instances", "1"])
+        .unwrap()
+        .measure;
     assert_eq!(
         (one.instances(), one.rounds()),
         (1, 12),
         "the same 12 slices a cell"
     );
+    // Resident servers alternate: a duet of two resident processes is refused.
+    let resident = parse(&["--relaunch", "once"]).unwrap().measure;
+    assert_eq!(
+        (resident.pairing(), resident.instances()),
+        (Pairing::Alternate, 2)
+    );
     let three = parse(&["--instances", "3", "--quick"]).unwrap().measure;
+    assert_eq!(
+        three.pairing(),
+        Pairing::Alternate,
+        "a smoke run alternates"
+    );
     assert_eq!(
         three.rounds(),
         3,
         "never under the fewest rounds an instance needs"
     );
     assert!(parse(&["--instances", "0"]).is_err());
-    // A full run aims at ±2 % within 40 minutes; a quick run or fixed rounds do not.
+    // A full run aims at ±2 % within 30 minutes (40 alternating); a quick run or fixed
+    // rounds do not.
     let t = m.target().unwrap();
-    assert_eq!((t.half_width, t.budget_s), (0.02, 2400.0));
+    assert_eq!((t.half_width, t.budget_s), (0.02, 1800.0));
+    assert_eq!(alt.target().unwrap().budget_s, 2400.0);
     assert_eq!(parse(&["--quick"]).unwrap().measure.target(), None);
     assert_eq!(parse(&["--rounds", "8"]).unwrap().measure.target(), None);
     let both = parse(&[
@@ -276,12 +302,22 @@ fn a_full_run_measures_three_load_models_the_others_at_one_level() {
 }
 
 #[test]
-fn relaunch_is_once_unless_asked_and_names_its_choices() {
-    use crate::model::Relaunch;
-    // Resident unless asked: the method study found no width to gain on a noisy host.
-    assert_eq!(parse(&[]).unwrap().measure.relaunch(), Relaunch::Once);
+fn relaunch_follows_the_pairing_unless_asked_and_names_its_choices() {
+    // Duets (the default) are launched afresh every round; alternating servers stay resident
+    // (the method study found no width to gain by relaunching them on a noisy host).
+    assert_eq!(parse(&[]).unwrap().measure.relaunch(), Relaunch::Round);
     assert_eq!(
-        parse(&["--relaunch", "round"]).unwrap().measure.relaunch(),
+        parse(&["--pairing", "alternate"])
+            .unwrap()
+            .measure
+            .relaunch(),
+        Relaunch::Once
+    );
+    assert_eq!(
+        parse(&["--pairing", "alternate", "--relaunch", "round"])
+            .unwrap()
+            .measure
+            .relaunch(),
         Relaunch::Round
     );
     let e = parse(&["--relaunch", "slice"]).unwrap_err().to_string();

@@ -214,6 +214,16 @@ pub struct Settings {
     pub target_host: String,
 }
 
+impl Settings {
+    /// Whether a comparison's interval covers the difference between two processes of the
+    /// same server: several instances of each, or every round a fresh launch (each round's
+    /// processes new). With one resident process of each it does not, and the A/A control's
+    /// own distance from no change bounds what the run can tell apart.
+    pub fn intervals_cover_processes(&self) -> bool {
+        self.instances > 1 || self.relaunch == Relaunch::Round
+    }
+}
+
 /// Everything a run records; `bench-runner report DIR` re-renders from this alone.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Raw {
@@ -374,6 +384,15 @@ pub enum Pairing {
 impl Pairing {
     pub fn is_alternate(&self) -> bool {
         *self == Pairing::Alternate
+    }
+
+    /// How many slices one visit of the driver measures (one window: one server, or a duet's
+    /// two).
+    pub fn slices_per_visit(&self) -> usize {
+        match self {
+            Pairing::Alternate => 1,
+            Pairing::Duet => 2,
+        }
     }
 }
 

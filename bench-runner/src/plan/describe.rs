@@ -2,7 +2,7 @@
 //! ETA.
 
 use super::{Plan, Stage};
-use crate::model::{LoadModel, Relaunch};
+use crate::model::{LoadModel, Pairing, Relaunch};
 
 impl Plan {
     /// What `--dry-run` prints.
@@ -43,12 +43,32 @@ impl Plan {
                 .collect();
             format!("{pairs} (load model, level) pairs ({})", parts.join("; "))
         };
+        let visits = self.cells().len();
+        let size = match self.pairing {
+            Pairing::Alternate => format!(
+                "{visits} cells; {} rounds = {} slices",
+                self.rounds,
+                self.slices()
+            ),
+            // A visit is a duet: two servers' slices over one window.
+            Pairing::Duet => {
+                let pairings = match self.instances {
+                    0 | 1 => String::new(),
+                    k => format!(" x {k} instance pairings"),
+                };
+                format!(
+                    "{} cells; {} comparisons{pairings} as duets = {visits} duets a round; {} rounds = {} duets ({} slices)",
+                    self.blocks().len() * self.residents(),
+                    self.duets.len(),
+                    self.rounds,
+                    self.slices(),
+                    self.slices() * 2
+                )
+            }
+        };
         let mut s = format!(
-            "plan: {residents} x {axes} x {} routes = {} cells; {} rounds = {} slices\n",
+            "plan: {residents} x {axes} x {} routes = {size}\n",
             self.routes.len(),
-            self.cells().len(),
-            self.rounds,
-            self.slices()
         );
         s += &format!(
             "each slice: {} ms warm-up + {} ms measured; seed {}\n",

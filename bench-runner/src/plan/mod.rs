@@ -37,10 +37,8 @@ pub enum PlanError {
     OpenLevelWithoutCapacity(u32),
     #[error("--pairing duet with --relaunch once: a duet's servers keep their luck (memory placement, caches) all run, and its comparison of two resident processes would count that luck as their difference; duets need --relaunch round (their default)")]
     DuetResident,
-    #[error(
-        "--pairing duet needs --driver rxload (the driver that drives two servers over one window)"
-    )]
-    DuetNeedsRxload,
+    #[error("--driver {0} cannot drive duets ({1}): only rxload drives two servers over one window; add --pairing alternate")]
+    DuetNeedsRxload(&'static str, &'static str),
     #[error("--port {port}: {servers} servers need consecutive ports from it")]
     PortsRunOut { port: u16, servers: usize },
 }
@@ -135,12 +133,18 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
     }
     let (conns, load_conns) = split_levels(load_conns);
     let relaunch = a.measure.relaunch();
-    if a.measure.pairing == Pairing::Duet {
+    let pairing = a.measure.pairing();
+    if pairing == Pairing::Duet {
         if relaunch == Relaunch::Once {
             return Err(PlanError::DuetResident);
         }
         if a.driver != crate::cli::DriverChoice::Rxload {
-            return Err(PlanError::DuetNeedsRxload);
+            let asked = if a.measure.pairing.is_some() {
+                "--pairing duet"
+            } else {
+                "a full run's default pairing"
+            };
+            return Err(PlanError::DuetNeedsRxload(a.driver.name(), asked));
         }
     }
     let references: Vec<Subject> = a
@@ -148,7 +152,7 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
         .iter()
         .map(|r| Subject::Foreign(r.as_str().into()))
         .collect();
-    let duets = match a.measure.pairing {
+    let duets = match pairing {
         Pairing::Alternate => vec![],
         Pairing::Duet => crate::summary::comparison_pairs(&servers, &references)
             .iter()
@@ -167,7 +171,7 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
             routes: a.measure.routes.clone(),
             instances: a.measure.instances(),
             relaunch,
-            pairing: a.measure.pairing,
+            pairing,
             duets,
             target: a.measure.target(),
             rounds: a.measure.rounds(),
@@ -362,6 +366,8 @@ impl Plan {
         cells
     }
 
+    /// The planned rounds' visits of the driver: slices, or with duets duets (two slices
+    /// over one window each).
     pub fn slices(&self) -> usize {
         self.cells().len() * self.rounds as usize
     }

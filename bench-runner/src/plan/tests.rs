@@ -226,8 +226,9 @@ fn load_models_at_their_own_levels_make_only_those_cells() {
     use crate::cli::Cli;
     use crate::model::Offered;
     use clap::Parser;
+    // Alternating: a cell is a server's visit (a duet plan's cells are its duets).
     let args = |extra: &[&str]| {
-        Cli::try_parse_from(["x"].iter().chain(extra).copied())
+        Cli::try_parse_from(["x", "--pairing", "alternate"].iter().chain(extra).copied())
             .unwrap()
             .run
     };
@@ -349,6 +350,8 @@ fn a_duet_plan_drives_every_comparison_per_instance_and_rotates_the_partners() {
             "keepalive",
             "--conns",
             "64",
+            "--instances",
+            "2",
         ]),
         true,
         5,
@@ -386,5 +389,43 @@ fn a_duet_plan_drives_every_comparison_per_instance_and_rotates_the_partners() {
     let e = make_plan(&args(&["--pairing", "duet", "--relaunch", "once"]), true, 5).unwrap_err();
     assert_eq!(e, PlanError::DuetResident);
     let e = make_plan(&args(&["--pairing", "duet", "--driver", "oha"]), true, 5).unwrap_err();
-    assert_eq!(e, PlanError::DuetNeedsRxload);
+    assert_eq!(e, PlanError::DuetNeedsRxload("oha", "--pairing duet"));
+    // Duets are the default: a driver that cannot drive them is told to alternate.
+    let e = make_plan(&args(&["--driver", "wrk"]), true, 5).unwrap_err();
+    assert_eq!(
+        e,
+        PlanError::DuetNeedsRxload("wrk", "a full run's default pairing")
+    );
+    assert!(e.to_string().contains("add --pairing alternate"), "{e}");
+    let (alt, _) = make_plan(
+        &args(&["--driver", "wrk", "--pairing", "alternate"]),
+        true,
+        5,
+    )
+    .unwrap();
+    assert_eq!(alt.pairing, Pairing::Alternate);
+}
+
+#[test]
+fn the_default_plan_is_duets_and_its_description_counts_them() {
+    use crate::cli::Cli;
+    use clap::Parser;
+    let run = Cli::try_parse_from(["x"]).unwrap().run;
+    let (p, _) = make_plan(&run, false, 5).unwrap();
+    assert_eq!(
+        (p.pairing, p.relaunch, p.instances, p.rounds),
+        (Pairing::Duet, Relaunch::Round, 1, 6)
+    );
+    // Every comparison the table makes, under every (load model, level, route) block.
+    let comparisons = crate::summary::comparison_pairs(&p.servers, &[]).len();
+    let blocks = p.cells().len() / comparisons;
+    let first = p.describe().lines().next().unwrap().to_string();
+    let want = format!(
+        "= {} cells; {comparisons} comparisons as duets = {} duets a round; 6 rounds = {} duets ({} slices)",
+        blocks * p.servers.len(),
+        blocks * comparisons,
+        6 * blocks * comparisons,
+        12 * blocks * comparisons
+    );
+    assert!(first.ends_with(&want), "{first}\nwant …{want}");
 }

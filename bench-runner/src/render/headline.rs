@@ -331,8 +331,9 @@ pub fn machine_phrase(m: &crate::model::Machine) -> String {
     parts.join(", ")
 }
 
-/// The run's resolution in one phrase: the A/A control's half-widths on CPU per request.
-fn resolution(s: &Summary) -> String {
+/// The run's resolution in one phrase: the A/A control's half-widths on CPU per request, and
+/// how long the run took to bring every cell within its limit.
+fn resolution(raw: &Raw, s: &Summary) -> String {
     let cpu: Vec<f64> = s
         .resolution
         .iter()
@@ -353,8 +354,9 @@ fn resolution(s: &Summary) -> String {
         cpu.iter().copied().fold(0.0, f64::max),
     );
     format!(
-        "two identical servers (the A/A control) resolve ±{lo:.1}–{hi:.1} % on CPU per request, and came out apart in {apart} of {} cells",
-        cpu.len()
+        "two identical servers (the A/A control) resolve ±{lo:.1}–{hi:.1} % on CPU per request, and came out apart in {apart} of {} cells{}",
+        cpu.len(),
+        super::resolution::answer_took(raw, s)
     )
 }
 
@@ -387,7 +389,7 @@ pub fn headline(raw: &Raw, s: &Summary) -> Headline {
     lines.push(format!(
         "**Here**: {}; {}.",
         machine_phrase(&raw.machine),
-        resolution(s)
+        resolution(raw, s)
     ));
     Headline { lines }
 }

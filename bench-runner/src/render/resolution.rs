@@ -1,8 +1,8 @@
 //! table.md's paragraphs on what a run can resolve: the A/A control's half-width, whether the
 //! run reached its `--target-resolution`, and how to read a `≈`.
 
-use crate::model::Relaunch;
-use crate::summary::{Metric, Summary, SATURATED};
+use crate::model::{Raw, Settings};
+use crate::summary::{answered_after_s, resolution_limit, Metric, Reach, Summary, SATURATED};
 
 pub(super) fn pct(x: f64) -> String {
     format!("±{:.1} %", x * 100.0)
@@ -10,14 +10,12 @@ pub(super) fn pct(x: f64) -> String {
 
 /// The resolution paragraph: the worst A/A half-width, and a warning when it is too wide.
 /// `limit`: the half-width the run is judged against ([`crate::summary::resolution_limit`]).
-pub(super) fn resolution_text(
-    s: &Summary,
-    instances: u32,
-    relaunch: Relaunch,
-    limit: f64,
-) -> String {
-    let mut t = if instances > 1 {
-        format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server as two configurations of {instances} instances — half-width of its 95 % interval {}, worst cell): ", super::table::interval_over(relaunch))
+pub(super) fn resolution_text(s: &Summary, st: &Settings, limit: f64) -> String {
+    let over = super::table::interval_over(st);
+    let mut t = if st.instances > 1 {
+        format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server as two configurations of {} instances — half-width of its 95 % interval {over}, worst cell): ", st.instances)
+    } else if st.intervals_cover_processes() {
+        format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server twice, launched afresh every round — half-width of its 95 % interval {over}, worst cell): ")
     } else {
         String::from("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server twice — half-width of its paired 95 % interval, worst cell): ")
     };
@@ -47,7 +45,7 @@ pub(super) fn resolution_text(
         .filter(|r| r.metric == Metric::CpuPerRequest)
         .collect();
     let apart = cpu.iter().filter(|r| r.aa_apart).count();
-    if instances > 1 {
+    if st.intervals_cover_processes() {
         // The interval carries the processes' difference: no second bound.
         t += &format!("The A/A pair came out apart in {apart} of {} cells on CPU per request (a 95 % interval does so about one time in twenty).\n\n", cpu.len());
     } else if apart > 0 {
@@ -59,19 +57,76 @@ pub(super) fn resolution_text(
     let cells: Vec<String> = sorted
         .iter()
         .map(|r| {
+            let reach = s.reach.iter().find(|c| {
+                (c.profile, c.load, c.conns, &c.route) == (r.profile, r.load, r.conns, &r.route)
+            });
             format!(
-                "{} c={}{}: {}",
+                "{} c={}{}: {}{}",
                 r.profile.name(),
                 r.conns,
                 route_suffix(&r.route),
-                pct(r.half_width)
+                pct(r.half_width),
+                reach.map_or(String::new(), |c| reached(c, limit))
             )
         })
         .collect();
     if !cells.is_empty() {
-        t += &format!("Per cell (CPU per request): {}.\n\n", cells.join("; "));
+        let when = if s.reach.is_empty() {
+            ""
+        } else {
+            " (in brackets, when in the run it came within the limit and stayed)"
+        };
+        t += &format!(
+            "Per cell (CPU per request{when}): {}.\n\n",
+            cells.join("; ")
+        );
     }
     t
+}
+
+/// A span of a run: seconds under two minutes, else whole minutes.
+pub(super) fn took(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else {
+        format!("{:.0} min", seconds / 60.0)
+    }
+}
+
+/// One cell's reach, in brackets after its half-width.
+fn reached(c: &Reach, limit: f64) -> String {
+    match c.round {
+        Some(round) => format!(" (round {round}, {})", took(c.after_s)),
+        None => format!(" (not within {} by {})", pct(limit), took(c.after_s)),
+    }
+}
+
+/// How long the run's answer took, as the headline's "Here" line ends: every A/A cell within
+/// the run's limit from some time on, or how many were by the run's end.
+pub(super) fn answer_took(raw: &Raw, s: &Summary) -> String {
+    let cells = s.reach.iter().filter(|r| r.round.is_some()).count();
+    let Some(run) = raw
+        .slices
+        .iter()
+        .map(|x| x.at_s + x.window_s)
+        .reduce(f64::max)
+    else {
+        return String::new();
+    };
+    let limit = pct(resolution_limit(&raw.settings));
+    match answered_after_s(&s.reach) {
+        _ if s.reach.is_empty() => String::new(),
+        Some(t) => format!(
+            "; the answer took {}: every cell within {limit} from then on (the run: {})",
+            took(t),
+            took(run)
+        ),
+        None => format!(
+            "; {cells} of {} cells came within {limit} in the run's {}",
+            s.reach.len(),
+            took(run)
+        ),
+    }
 }
 
 /// What every run's "How to read" says after how its intervals are made (`shown`: what

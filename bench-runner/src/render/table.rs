@@ -3,7 +3,7 @@
 use super::cross::{against_foreign, filter_cost};
 use super::evidence::{evidence_notes, evidence_rows};
 use super::resolution::{how_to_read_rest, resolution_text, target_text};
-use crate::model::{LoadModel, Profile, Raw, Relaunch, ServerConfig, Subject};
+use crate::model::{LoadModel, Pairing, Profile, Raw, Relaunch, ServerConfig, Settings, Subject};
 use crate::stats::{ratio_text, short_rate, two_digit_latency};
 use crate::summary::{Comparison, Metric, Row, Summary, MEAN_ROUTE};
 
@@ -101,12 +101,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         t += &format!("Load models: {}. Each is a level of the matrix like the connection count: a comparison pairs two servers under the same model, and each model has its own tables, resolution and evidence below.\n\n", loads.join("; "));
     }
     if !by_load {
-        t += &resolution_text(
-            s,
-            st.instances,
-            st.relaunch,
-            crate::summary::resolution_limit(st),
-        );
+        t += &resolution_text(s, st, crate::summary::resolution_limit(st));
     }
     for n in &raw.notes {
         t += &format!("- {n}\n");
@@ -114,17 +109,23 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     if !raw.notes.is_empty() {
         t += "\n";
     }
-    if st.instances > 1 {
-        t += &format!("How to read: each change is the ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the A/A control against io_uring), from all {k} instances of each over the same rounds: the ratio of their levels, then its 95 % interval {} in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). {}", interval_over(st.relaunch), how_to_read_rest("figures"), k = st.instances);
-        let shown: Vec<&Comparison> = s
-            .comparisons
-            .iter()
-            .filter(|c| c.instances.is_some())
-            .collect();
-        let apart = shown.iter().filter(|c| c.significant).count();
-        t += &format!("Of the {} comparisons this run made, {apart} tell their two servers apart; were nothing different at all, chance alone would tell about {:.1} apart (one in twenty).\n\n", shown.len(), shown.len() as f64 / 20.0);
+    let against = "against the column it replaces (rx and oneshot against legacy, io_uring against rx, the A/A control against io_uring)";
+    if st.intervals_cover_processes() {
+        let from = if st.pairing == Pairing::Duet {
+            "within each duet (both servers driven at once over one window): the geometric mean over rounds of the duets' ratios".to_string()
+        } else if st.instances > 1 {
+            format!(
+                "from all {} instances of each over the same rounds: the ratio of their levels",
+                st.instances
+            )
+        } else {
+            "from the same rounds, each launched afresh: the geometric mean over rounds of their ratios".to_string()
+        };
+        t += &format!("How to read: each change is the ratio {against}, {from}, then its 95 % interval {} in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). {}", interval_over(st), how_to_read_rest("figures"));
+        let apart = s.comparisons.iter().filter(|c| c.significant).count();
+        t += &format!("Of the {} comparisons this run made, {apart} tell their two servers apart; were nothing different at all, chance alone would tell about {:.1} apart (one in twenty).\n\n", s.comparisons.len(), s.comparisons.len() as f64 / 20.0);
     } else {
-        t += &format!("How to read: each change is the paired ratio against the column it replaces (rx and oneshot against legacy, io_uring against rx, the control against io_uring), slice by slice in the same rounds: its median, then in brackets its 95 % interval from the order statistics of the pairs (none below 6 pairs). {}", how_to_read_rest("medians"));
+        t += &format!("How to read: each change is the paired ratio {against}, slice by slice in the same rounds: its median, then in brackets its 95 % interval from the order statistics of the pairs (none below 6 pairs). {}", how_to_read_rest("medians"));
     }
 
     t += &format!("{}\n\n", super::html::FIGURES_HERE);
@@ -136,12 +137,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     for (load, part) in &parts {
         if by_load {
             t += &format!("# Load `{}`: {}\n\n", load.name(), load.describe());
-            t += &resolution_text(
-                part,
-                st.instances,
-                st.relaunch,
-                crate::summary::resolution_limit(st),
-            );
+            t += &resolution_text(part, st, crate::summary::resolution_limit(st));
         }
         t += &load_tables(part, *load, &routes);
     }
@@ -391,9 +387,15 @@ fn heading(s: &Summary, profile: Profile, c: &Subject, route: &str) -> String {
 }
 
 /// What a run's interval is taken over, by how it launched its servers.
-pub(super) fn interval_over(relaunch: Relaunch) -> &'static str {
-    match relaunch {
-        Relaunch::Once => "over instances and rounds",
-        Relaunch::Round => "over rounds (Student's t; each round's processes new)",
+/// Over what a comparison's interval is taken.
+pub(super) fn interval_over(st: &Settings) -> &'static str {
+    match (st.relaunch, st.pairing) {
+        (Relaunch::Once, _) => "over instances and rounds",
+        (Relaunch::Round, Pairing::Duet) => {
+            "over rounds of duets (Student's t; each round's processes new)"
+        }
+        (Relaunch::Round, Pairing::Alternate) => {
+            "over rounds (Student's t; each round's processes new)"
+        }
     }
 }

@@ -17,7 +17,7 @@ use crate::model::{instance_label, FailureKind, Raw, Relaunch, Slice};
 use crate::plan::{Cell, Plan};
 use crate::pool::Pool;
 use crate::preflight::check_ports;
-use crate::summary::summarise;
+use crate::summary::summarise_slices;
 use crate::target::Next;
 use crate::{cpus, record, slice, strace};
 
@@ -182,12 +182,14 @@ impl Rounds<'_> {
             let mut round = plan.rounds;
             loop {
                 round += 1;
-                let per_slice = measuring.elapsed() / raw.slices.len().max(1) as u32;
+                // A round's length is counted in visits (a duet is one visit and two slices).
+                let visits = raw.slices.len() / plan.pairing.slices_per_visit();
+                let per_visit = measuring.elapsed() / visits.max(1) as u32;
                 let blocks = match target.next(
-                    &summarise(raw),
+                    &summarise_slices(raw),
                     plan.control_cells(),
                     measuring.elapsed(),
-                    per_slice,
+                    per_visit,
                     |b| plan.round_order_of(round, b).len(),
                 ) {
                     Next::Round(open) => open,

@@ -3,17 +3,21 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{LoadModel, Pairing, Raw, Relaunch, ServerConfig, ServerKey, Slice, Subject};
+use crate::model::{
+    LoadModel, Pairing, Partner, Raw, Relaunch, ServerConfig, ServerKey, Slice, Subject,
+};
 use crate::stats::instances::{self, Series};
 use crate::stats::{duets, launches};
 use crate::stats::{order_statistic_median, paired_ratios};
 
 mod means;
 mod pairs;
+mod reach;
 mod row;
 mod types;
 use means::{add_route_means, route_means};
 pub use pairs::comparison_pairs;
+pub use reach::{answered_after_s, Reach};
 use row::row;
 pub use types::{
     resolution_limit, Comparison, Metric, OpenRow, Resolution, RouteMean, Row, Summary,
@@ -42,7 +46,17 @@ type CellKey = (ServerKey, LoadModel, u32, String);
 /// A cell's values: instance -> round -> value.
 type ByInstance = BTreeMap<u32, Series>;
 
+/// What the report prints of `raw`, with how long each A/A cell took to reach the run's
+/// limit ([`reach::reach`]).
 pub fn summarise(raw: &Raw) -> Summary {
+    let mut s = summarise_slices(raw);
+    s.reach = reach::reach(raw, resolution_limit(&raw.settings));
+    s
+}
+
+/// The summary of the slices as they stand, without the reach (which re-summarises the
+/// rounds up to each one): what a run judges its next round by.
+pub fn summarise_slices(raw: &Raw) -> Summary {
     let cpus = raw.settings.server_cpus.len().max(1);
     let mut cells: BTreeMap<CellKey, Vec<&Slice>> = BTreeMap::new();
     for s in &raw.slices {
@@ -215,24 +229,36 @@ pub fn summarise(raw: &Raw) -> Summary {
         resolution_worst: worst(&resolution),
         resolution,
         route_means,
+        reach: Vec::new(),
     }
 }
 
 /// A duet comparison's key: (A, B), load model, level, route, metric.
 type DuetKey = ((ServerKey, ServerKey), LoadModel, u32, String, Metric);
 
+/// Where a duet's two slices are found: its round, its pass's position and its cell. A round
+/// can hold two passes (open loop at shares of capacity runs after the others), each
+/// numbering its positions from 0, so the round and position alone would put two duets
+/// together — and leave both out (results/20261206T013721Z, before this key: 396 of 990
+/// duets).
+type DuetAt = (u32, u32, LoadModel, u32, String);
+
 /// Every duet's ln(A / B) on every metric both of its slices have, by comparison and round
-/// (the two slices of a duet share a round and a position; each duet is entered both ways,
-/// as ln(A / B) under (A, B) and its negative under (B, A), so a comparison finds it
-/// whichever side the table puts first).
+/// (each duet is entered both ways, as ln(A / B) under (A, B) and its negative under (B, A),
+/// so a comparison finds it whichever side the table puts first).
 fn duet_ratios(raw: &Raw, cpus: usize) -> BTreeMap<DuetKey, BTreeMap<u32, Vec<f64>>> {
-    let mut duets: BTreeMap<(u32, u32), Vec<&Slice>> = BTreeMap::new();
+    let mut duets: BTreeMap<DuetAt, Vec<&Slice>> = BTreeMap::new();
     for s in raw.slices.iter().filter(|s| s.duet.is_some()) {
-        duets.entry((s.round, s.position)).or_default().push(s);
+        let at = (s.round, s.position, s.load, s.conns, s.route.to_string());
+        duets.entry(at).or_default().push(s);
     }
     let mut out: BTreeMap<DuetKey, BTreeMap<u32, Vec<f64>>> = BTreeMap::new();
     for pair in duets.values() {
+        // Two slices that name each other, or no duet.
         let [a, b] = pair[..] else { continue };
+        if a.duet != Some(Partner::of(b)) || b.duet != Some(Partner::of(a)) {
+            continue;
+        }
         for &metric in Metric::of(a.load) {
             let value = |s: &Slice| slice_value(s, metric, cpus);
             // A failed duet is still a duet of its round: its NaN leaves the round out.

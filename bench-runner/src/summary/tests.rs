@@ -524,3 +524,72 @@ fn a_relaunched_run_takes_its_interval_over_rounds() {
         "a resident run of the same values fits two levels"
     );
 }
+
+/// A run of duets whose rounds hold two passes, each numbering its positions from 0 (open
+/// loop at a share of capacity runs after the closed-loop pass): every duet is found, in
+/// each load model, and a slice whose partner is not beside it makes no duet.
+#[test]
+fn duets_of_two_passes_in_one_round_are_each_found() {
+    use crate::model::{Offered, Pairing, Partner, Relaunch};
+    let uring = key(Profile::Relaxed, ServerConfig::IoUring);
+    let control = key(Profile::Relaxed, ServerConfig::IoUringControl);
+    let open = LoadModel::Open(Offered::Own(50));
+    let rounds = 6;
+    // The control 3 % dearer in every duet, both servers at the round's speed.
+    let mut raw = synthetic(
+        &[uring.clone(), control.clone()],
+        rounds,
+        |k, r| (if *k == control { 5.15 } else { 5.0 }) * (1.0 + 0.05 * f64::from(r % 3)),
+        |_, _| 1.0,
+    );
+    raw.settings.pairing = Pairing::Duet;
+    raw.settings.relaunch = Relaunch::Round;
+    raw.settings.loads = vec![LoadModel::KeepAlive, open];
+    let partner = |s: &Slice| Partner {
+        server: if s.server == uring {
+            control.clone()
+        } else {
+            uring.clone()
+        },
+        instance: 0,
+    };
+    let mut second_pass = Vec::new();
+    for s in &mut raw.slices {
+        s.position = 0;
+        s.duet = Some(partner(s));
+        second_pass.push(Slice {
+            load: open,
+            ..s.clone()
+        });
+    }
+    raw.slices.extend(second_pass);
+    let s = summarise(&raw);
+    for load in [LoadModel::KeepAlive, open] {
+        let c = s
+            .comparisons
+            .iter()
+            .find(|c| {
+                c.load == load
+                    && c.metric == Metric::CpuPerRequest
+                    && c.config == control.config
+                    && c.baseline == uring.config
+            })
+            .unwrap_or_else(|| panic!("no A/A comparison under {load:?}"));
+        assert_eq!(c.pairs, rounds as usize, "{load:?}: every round's duet");
+        assert!((c.ratio_median - 1.03).abs() < 1e-4, "{}", c.ratio_median);
+    }
+    // A slice whose partner names another server is no duet: its round is left out.
+    let stray = raw
+        .slices
+        .iter_mut()
+        .find(|s| s.round == 1 && s.load == open)
+        .unwrap();
+    stray.duet.as_mut().unwrap().instance = 1;
+    let s = summarise(&raw);
+    let c = s
+        .comparisons
+        .iter()
+        .find(|c| c.load == open && c.metric == Metric::CpuPerRequest && c.config == control.config)
+        .unwrap();
+    assert_eq!(c.pairs, rounds as usize - 1);
+}

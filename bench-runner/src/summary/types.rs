@@ -238,6 +238,10 @@ pub struct Summary {
     /// The worst A/A half-width per metric (`None`: no control in this run).
     pub resolution_worst: BTreeMap<String, f64>,
     pub route_means: Vec<RouteMean>,
+    /// When each A/A cell came within the run's limit and stayed (summaries before it:
+    /// none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reach: Vec<super::Reach>,
 }
 
 impl Summary {
@@ -268,6 +272,12 @@ impl Summary {
                 .route_means
                 .iter()
                 .filter(|m| m.load == load)
+                .cloned()
+                .collect(),
+            reach: self
+                .reach
+                .iter()
+                .filter(|r| r.load == load)
                 .cloned()
                 .collect(),
         }
