@@ -191,7 +191,8 @@ pub fn run_together(
     let until = measure_from + first.duration;
     let mut groups = Vec::new();
     for (n, opts) in loads.iter().enumerate() {
-        groups.push(spawn(opts, n, start, measure_from, until, &abort)?);
+        let at = Together { n, of: loads.len() };
+        groups.push(spawn(opts, at, start, measure_from, until, &abort)?);
     }
     sleep_until(measure_from, &abort);
     on_edge(Edge::Start);
@@ -225,10 +226,30 @@ pub fn run_together(
         .collect())
 }
 
-/// Starts load `n`'s threads (named `rxload-{n}.{t}` beside other loads, `rxload-{t}` alone).
+/// Load `n` of the `of` loads run together.
+#[derive(Clone, Copy)]
+struct Together {
+    n: usize,
+    of: usize,
+}
+
+/// The phase of open-loop thread `thread` of `threads` in load `at.n`: the first due times of
+/// all connections of all threads spread evenly over one interval, and those of the loads run
+/// together interleaved evenly between them. Loads on one origin and one schedule would have
+/// every request of one server due at the instant the other's is — whichever thread the
+/// driver's CPU ran first would reach its server first, every time, for the whole run (an
+/// identical pair of duets in open loop held a steady ±0.4–1.1 % apart in
+/// results/20261206T021929Z); interleaved, each server's requests fall midway between the
+/// other's.
+fn open_phase(thread: usize, threads: usize, at: Together) -> f64 {
+    (thread as f64 + at.n as f64 / at.of.max(1) as f64) / threads.max(1) as f64
+}
+
+/// Starts load `at.n`'s threads (named `rxload-{n}.{t}` beside other loads, `rxload-{t}`
+/// alone).
 fn spawn(
     opts: &Options,
-    n: usize,
+    at: Together,
     start: Instant,
     measure_from: Instant,
     until: Instant,
@@ -269,17 +290,17 @@ fn spawn(
             open: interval.map(|interval| load::OpenLoop {
                 origin: start,
                 interval,
-                phase: t as f64 / opts.threads as f64,
+                phase: open_phase(t, opts.threads, at),
                 deadline: opts.deadline,
             }),
             max_requests: opts
                 .max_requests
                 .map(|n| n / opts.threads as u64 + u64::from((t as u64) < n % opts.threads as u64)),
         };
-        let name = if n == 0 {
+        let name = if at.n == 0 {
             format!("rxload-{t}")
         } else {
-            format!("rxload-{n}.{t}")
+            format!("rxload-{}.{t}", at.n)
         };
         handles.push(
             std::thread::Builder::new()
@@ -502,5 +523,35 @@ mod tests {
         let json = serde_json::to_string(&r).unwrap();
         assert!(!json.contains("null"), "{json}");
         assert_eq!(rate_stats(&[f64::NAN]), RateStats::default());
+    }
+
+    #[test]
+    fn loads_run_together_have_their_open_loop_requests_due_midway_between_each_others() {
+        let origin = Instant::now();
+        let interval = Duration::from_millis(10);
+        // Two loads of 2 threads x 4 connections: every first due time, in order of time.
+        let mut due: Vec<(Duration, usize)> = Vec::new();
+        for n in 0..2 {
+            for t in 0..2 {
+                let open = load::OpenLoop {
+                    origin,
+                    interval,
+                    phase: open_phase(t, 2, Together { n, of: 2 }),
+                    deadline: None,
+                };
+                for slot in 0..4 {
+                    due.push((open.due(slot, 4, 0).duration_since(origin), n));
+                }
+            }
+        }
+        due.sort();
+        // 16 due times evenly spread over the interval, the loads taking turns.
+        for (i, (d, n)) in due.iter().enumerate() {
+            let even = interval.as_secs_f64() * i as f64 / 16.0;
+            assert!((d.as_secs_f64() - even).abs() < 1e-9, "{i}: {d:?}");
+            assert_eq!(*n, i % 2, "{due:?}");
+        }
+        // One load alone keeps the phases it had.
+        assert_eq!(open_phase(1, 4, Together { n: 0, of: 1 }), 0.25);
     }
 }

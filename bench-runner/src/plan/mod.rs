@@ -389,6 +389,18 @@ impl Plan {
         for (load, conns, route) in blocks {
             let mut visits = self.visits(round);
             shuffle(&mut visits, &mut rng);
+            // Which server of a duet goes first (its clock read first, its load the driver's
+            // first) is drawn afresh for every duet: whatever the order does then varies
+            // from round to round, where the interval sees it, instead of staying fixed for
+            // the run. A plan without duets draws nothing, and keeps the schedule its seed
+            // gave.
+            for visit in visits.iter_mut() {
+                if let (server, Some(partner)) = *visit {
+                    if below(&mut rng, 2) == 1 {
+                        *visit = (partner, Some(server));
+                    }
+                }
+            }
             order.extend(visits.into_iter().map(|(server, partner)| Cell {
                 server,
                 load,

@@ -74,7 +74,7 @@ pub(super) fn resolution_text(s: &Summary, st: &Settings, limit: f64) -> String 
         let when = if s.reach.is_empty() {
             ""
         } else {
-            " (in brackets, when in the run it came within the limit and stayed)"
+            "; in brackets, the round from which it stayed within the limit and when in the run that round ended"
         };
         t += &format!(
             "Per cell (CPU per request{when}): {}.\n\n",

@@ -47,6 +47,9 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     // The answer first; how it was made, and the evidence, after.
     t += &super::headline::headline(raw, s).markdown();
     t += &seed_pr_table(s, &raw.settings.first_route());
+    if raw.settings.pairing == Pairing::Duet {
+        t += "In this run of duets each server shared its CPU with the server it was compared with, over the same window: its req/s and P50 above are those of a shared machine, not of a server alone; CPU per request, the last column, is the comparison.\n\n";
+    }
     t += &super::why::section(raw, s);
     let st = &raw.settings;
     let factors = raw.machine.cost_factors();
@@ -82,9 +85,17 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         Relaunch::Once => "every server resident for the whole run",
         Relaunch::Round => "every server launched afresh before each round (new processes, so that the rounds are independent replicates)",
     };
+    // A run of duets visits every comparison, not every server, and a visit is two slices.
+    let visit = match st.pairing {
+        Pairing::Alternate => format!("every {cell} once for a {:.0} ms slice", st.slice_s * 1000.0),
+        Pairing::Duet => format!(
+            "every comparison's duet once a cell for a {:.0} ms window (a slice of each of its two servers)",
+            st.slice_s * 1000.0
+        ),
+    };
     t += &format!(
-        "Method: {launched}, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds{instances}, each driving every {cell} once for a {:.0} ms slice after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
-        st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_s * 1000.0, st.slice_warmup_s * 1000.0, raw.schedule().describe(by_load), st.seed, raw.slices.len()
+        "Method: {launched}, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds{instances}, each driving {visit} after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
+        st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_warmup_s * 1000.0, raw.schedule().describe(by_load), st.seed, raw.slices.len()
     );
     if st.pairing == crate::model::Pairing::Duet {
         t += "Pairing: duets — each round drives the two servers of every comparison at once, over one window, on the same server CPUs (one duet per instance pairing), so the host's interference of that second falls on both; a change is the ratio within each duet, its interval Student's t over rounds (docs/methodology.md, \"Duets\"). Each server had about half the server CPUs while it ran: CPU per request is the figure; req/s and latency are those of a shared machine.\n\n";

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{summarise_slices, Metric};
+use super::{summarise_slices, Metric, MEAN_ROUTE};
 use crate::model::{LoadModel, Profile, Raw};
 
 /// One A/A cell's reach.
@@ -19,8 +19,9 @@ pub struct Reach {
     pub route: String,
     /// The round from which on the cell was within the limit (`None`: not by the run's end).
     pub round: Option<u32>,
-    /// Seconds from the run's start (servers' start-up included) to the end of that round;
-    /// without a round, to the end of the run.
+    /// Seconds from the run's start (servers' start-up included) to the end of the cell's
+    /// slices in that round (a round's open loop at shares of capacity runs after every
+    /// planned round of the rest); without a round, to the end of the run.
     pub after_s: f64,
 }
 
@@ -28,11 +29,28 @@ type CellKey = (Profile, LoadModel, u32, String);
 
 /// Every A/A cell's reach of `limit` (a half-width: 0.02 = ±2 %).
 pub fn reach(raw: &Raw, limit: f64) -> Vec<Reach> {
+    // When each round, and each block of each round, ended.
     let mut ends: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut block_ends: BTreeMap<(u32, LoadModel, u32, String), f64> = BTreeMap::new();
     for s in &raw.slices {
-        let end = ends.entry(s.round).or_insert(0.0);
-        *end = end.max(s.at_s + s.window_s);
+        let end = s.at_s + s.window_s;
+        let round = ends.entry(s.round).or_insert(0.0);
+        *round = round.max(end);
+        let block = block_ends
+            .entry((s.round, s.load, s.conns, s.route.to_string()))
+            .or_insert(0.0);
+        *block = block.max(end);
     }
+    // A cell's slices in a round: its block's, or for the mean over routes every route's.
+    let cell_end = |round: u32, (_, load, conns, route): &CellKey| {
+        block_ends
+            .iter()
+            .filter(|((r, l, c, rt), _)| {
+                (*r, *l, *c) == (round, *load, *conns) && (rt == route || route == MEAN_ROUTE)
+            })
+            .map(|(_, end)| *end)
+            .reduce(f64::max)
+    };
     let Some(run_end) = ends.values().copied().reduce(f64::max) else {
         return Vec::new();
     };
@@ -68,13 +86,17 @@ pub fn reach(raw: &Raw, limit: f64) -> Vec<Reach> {
     }
     reached
         .into_iter()
-        .map(|((profile, load, conns, route), round)| Reach {
-            profile,
-            load,
-            conns,
-            route,
-            round,
-            after_s: round.and_then(|r| ends.get(&r).copied()).unwrap_or(run_end),
+        .map(|(cell, round)| {
+            let after_s = round.and_then(|r| cell_end(r, &cell)).unwrap_or(run_end);
+            let (profile, load, conns, route) = cell;
+            Reach {
+                profile,
+                load,
+                conns,
+                route,
+                round,
+                after_s,
+            }
         })
         .collect()
 }
@@ -155,6 +177,28 @@ mod tests {
         assert_eq!(
             answered_after_s(&reached),
             Some(f64::from(first) * 10.0 + 1.0)
+        );
+
+        // A second block in every round that runs 1000 s later (as open loop at shares of
+        // capacity runs after the planned rounds): each cell is timed by its own block.
+        let mut two = raw.clone();
+        let later: Vec<_> = two
+            .slices
+            .iter()
+            .map(|s| crate::model::Slice {
+                load: LoadModel::PerRequest,
+                at_s: s.at_s + 1000.0,
+                ..s.clone()
+            })
+            .collect();
+        two.slices.extend(later);
+        two.settings.loads.push(LoadModel::PerRequest);
+        let reached = reach(&two, 0.02);
+        let after = |load| reached.iter().find(|r| r.load == load).unwrap().after_s;
+        assert_eq!(after(LoadModel::KeepAlive), f64::from(first) * 10.0 + 1.0);
+        assert_eq!(
+            after(LoadModel::PerRequest),
+            f64::from(first) * 10.0 + 1001.0
         );
     }
 
