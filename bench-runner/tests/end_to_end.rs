@@ -969,12 +969,13 @@ fn dry_run_prints_the_plan_and_eta_and_runs_nothing() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("plan: 15 configurations x 2 instances = 30 resident servers x 7 (load model, level) pairs (keepalive at 64,256,512 conns; per-request, open-50, open-90, open-slowest-50 at 64 conns) x 1 routes = 210 cells; 6 rounds = 1260 slices"), "{text}");
+    // The default plan: duets, each comparison once a cell, every server launched afresh.
+    assert!(text.contains("plan: 15 resident servers x 7 (load model, level) pairs (keepalive at 64,256,512 conns; per-request, open-50, open-90, open-slowest-50 at 64 conns) x 1 routes = 105 cells; 22 comparisons as duets = 154 duets a round; 6 rounds = 924 duets (1848 slices)"), "{text}");
     assert!(text.contains("seed 7"), "{text}");
-    // The default run's planned rounds, its three load models, leave a quarter of the 40
-    // minutes it may spend to the rounds added for the cells still wider than the target.
+    // The default run's planned rounds, its three load models, leave about a quarter of the
+    // 30 minutes it may spend to the rounds added for the cells still wider than the target.
     let minutes = eta_minutes(&text);
-    assert!(minutes < 30, "{text}");
+    assert!(minutes < 24, "{text}");
     assert!(
         text.contains("round 1 (open loop at shares of capacity) starts: "),
         "{text}"
@@ -1864,6 +1865,9 @@ fn native_duet_run_drives_both_servers_of_each_comparison_at_once() {
             "3",
             "--pairing",
             "duet",
+            // Two instance pairings a comparison (a full run's duets have one instance).
+            "--instances",
+            "2",
             "--slice",
             "300ms",
             "--slice-warmup",
