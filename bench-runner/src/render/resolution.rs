@@ -2,7 +2,9 @@
 //! run reached its `--target-resolution`, and how to read a `≈`.
 
 use crate::model::{Raw, Settings};
-use crate::summary::{answered_after_s, resolution_limit, Metric, Reach, Summary, SATURATED};
+use crate::summary::{
+    answered_after_s, resolution_limit, run_end_s, Metric, Reach, Summary, SATURATED,
+};
 
 pub(super) fn pct(x: f64) -> String {
     format!("±{:.1} %", x * 100.0)
@@ -12,13 +14,26 @@ pub(super) fn pct(x: f64) -> String {
 /// `limit`: the half-width the run is judged against ([`crate::summary::resolution_limit`]).
 pub(super) fn resolution_text(s: &Summary, st: &Settings, limit: f64) -> String {
     let over = super::table::interval_over(st);
-    let mut t = if st.instances > 1 {
-        format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server as two configurations of {} instances — half-width of its 95 % interval {over}, worst cell): ", st.instances)
+    let (pair, interval) = if st.instances > 1 {
+        (
+            format!(
+                "the same server as two configurations of {} instances",
+                st.instances
+            ),
+            format!("95 % interval {over}"),
+        )
     } else if st.intervals_cover_processes() {
-        format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server twice, launched afresh every round — half-width of its 95 % interval {over}, worst cell): ")
+        (
+            "the same server twice, launched afresh every round".to_string(),
+            format!("95 % interval {over}"),
+        )
     } else {
-        String::from("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, the same server twice — half-width of its paired 95 % interval, worst cell): ")
+        (
+            "the same server twice".to_string(),
+            "paired 95 % interval".to_string(),
+        )
     };
+    let mut t = format!("**Resolution** (the A/A control — `io_uring-control` against `io_uring`, {pair} — half-width of its {interval}, worst cell): ");
     match (
         s.resolution_worst.get("cpu_per_request"),
         s.resolution_worst.get("rps"),
@@ -104,18 +119,12 @@ fn reached(c: &Reach, limit: f64) -> String {
 /// How long the run's answer took, as the headline's "Here" line ends: every A/A cell within
 /// the run's limit from some time on, or how many were by the run's end.
 pub(super) fn answer_took(raw: &Raw, s: &Summary) -> String {
-    let cells = s.reach.iter().filter(|r| r.round.is_some()).count();
-    let Some(run) = raw
-        .slices
-        .iter()
-        .map(|x| x.at_s + x.window_s)
-        .reduce(f64::max)
-    else {
+    let Some(run) = run_end_s(raw).filter(|_| !s.reach.is_empty()) else {
         return String::new();
     };
+    let cells = s.reach.iter().filter(|r| r.round.is_some()).count();
     let limit = pct(resolution_limit(&raw.settings));
     match answered_after_s(&s.reach) {
-        _ if s.reach.is_empty() => String::new(),
         Some(t) => format!(
             "; the answer took {}: every cell within {limit} from then on (the run: {})",
             took(t),

@@ -97,7 +97,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         "Method: {launched}, servers on CPUs {:?}, driver on {:?}, {} network; {} rounds{instances}, each driving {visit} after a {:.0} ms warm-up, {} (seed {}). {} slices.\n\n",
         st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_warmup_s * 1000.0, raw.schedule().describe(by_load), st.seed, raw.slices.len()
     );
-    if st.pairing == crate::model::Pairing::Duet {
+    if st.pairing == Pairing::Duet {
         t += "Pairing: duets — each round drives the two servers of every comparison at once, over one window, on the same server CPUs (one duet per instance pairing), so the host's interference of that second falls on both; a change is the ratio within each duet, its interval Student's t over rounds (docs/methodology.md, \"Duets\"). Each server had about half the server CPUs while it ran: CPU per request is the figure; req/s and latency are those of a shared machine.\n\n";
     }
     if let Some(target) = &st.target {
@@ -397,8 +397,7 @@ fn heading(s: &Summary, profile: Profile, c: &Subject, route: &str) -> String {
     }
 }
 
-/// What a run's interval is taken over, by how it launched its servers.
-/// Over what a comparison's interval is taken.
+/// What a comparison's interval is taken over, by how the run launched and paired its servers.
 pub(super) fn interval_over(st: &Settings) -> &'static str {
     match (st.relaunch, st.pairing) {
         (Relaunch::Once, _) => "over instances and rounds",

@@ -17,7 +17,7 @@ mod row;
 mod types;
 use means::{add_route_means, route_means};
 pub use pairs::comparison_pairs;
-pub use reach::{answered_after_s, Reach};
+pub use reach::{answered_after_s, run_end_s, Reach};
 use row::row;
 pub use types::{
     resolution_limit, Comparison, Metric, OpenRow, Resolution, RouteMean, Row, Summary,

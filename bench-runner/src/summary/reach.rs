@@ -3,7 +3,7 @@
 //! that round ended. The rounds' summaries are re-made from the slices of the rounds up to
 //! each one, as the run would have printed them had it stopped there.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -29,13 +29,11 @@ type CellKey = (Profile, LoadModel, u32, String);
 
 /// Every A/A cell's reach of `limit` (a half-width: 0.02 = ±2 %).
 pub fn reach(raw: &Raw, limit: f64) -> Vec<Reach> {
-    // When each round, and each block of each round, ended.
-    let mut ends: BTreeMap<u32, f64> = BTreeMap::new();
+    // The rounds driven, and when each block of each round ended.
+    let rounds: BTreeSet<u32> = raw.slices.iter().map(|s| s.round).collect();
     let mut block_ends: BTreeMap<(u32, LoadModel, u32, String), f64> = BTreeMap::new();
     for s in &raw.slices {
         let end = s.at_s + s.window_s;
-        let round = ends.entry(s.round).or_insert(0.0);
-        *round = round.max(end);
         let block = block_ends
             .entry((s.round, s.load, s.conns, s.route.to_string()))
             .or_insert(0.0);
@@ -51,7 +49,7 @@ pub fn reach(raw: &Raw, limit: f64) -> Vec<Reach> {
             .map(|(_, end)| *end)
             .reduce(f64::max)
     };
-    let Some(run_end) = ends.values().copied().reduce(f64::max) else {
+    let Some(run_end) = run_end_s(raw) else {
         return Vec::new();
     };
     // Walked back from the last round: a cell keeps the earliest round of its unbroken run of
@@ -60,7 +58,7 @@ pub fn reach(raw: &Raw, limit: f64) -> Vec<Reach> {
     let mut reached: BTreeMap<CellKey, Option<u32>> = BTreeMap::new();
     let mut prefix = raw.clone();
     let mut later: Option<u32> = None;
-    for &round in ends.keys().rev() {
+    for &round in rounds.iter().rev() {
         prefix.slices.retain(|s| s.round <= round);
         let widths: BTreeMap<CellKey, f64> = summarise_slices(&prefix)
             .resolution
@@ -99,6 +97,14 @@ pub fn reach(raw: &Raw, limit: f64) -> Vec<Reach> {
             }
         })
         .collect()
+}
+
+/// Seconds from the run's start to the end of its last window (`None`: no slice).
+pub fn run_end_s(raw: &Raw) -> Option<f64> {
+    raw.slices
+        .iter()
+        .map(|s| s.at_s + s.window_s)
+        .reduce(f64::max)
 }
 
 /// When the run's answer was in: every A/A cell within the limit from then on (`None`: some
