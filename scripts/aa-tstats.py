@@ -9,7 +9,11 @@ added by the target, which stop when the intervals happen to be narrow), and:
     apart at 95 % and the SD of the t statistics (t on 5 degrees of freedom: 1.29);
   - the mean difference of the duet's first server minus its second, by load model (an order
     effect would show here);
-  - the open-loop pair-cells at 90 %, round by round (F: the pair's first server went first).
+  - the open-loop pair-cells at 90 %, round by round (F: the pair's first server went first);
+  - the run-level spread (an offset fixed for the run that the rounds do not see): the moment
+    estimate tau^2 = mean(y^2 - s^2/n) over the A/A control's cells (y: a cell's mean ln ratio),
+    by run and by factor (load class, profile, keep-alive level), as the summary estimates it
+    per run over all the control's cells (bench-runner's stats::run_level).
 
 Usage: scripts/aa-tstats.py [--rounds N] RUN_DIR... (each with raw.json)
 """
@@ -51,6 +55,38 @@ def pair_cells(run, max_round):
     return cells
 
 
+def tau(ds):
+    """The moment estimate of the run-level SD (in %) from cells' per-round ln ratios."""
+    terms = []
+    for d in ds:
+        if len(d) >= 3:
+            terms.append(st.mean(d) ** 2 - st.variance(d) / len(d))
+    if not terms:
+        return None, 0
+    return 100 * math.sqrt(max(0.0, st.mean(terms))), len(terms)
+
+
+def run_level(cells):
+    control = {k: [x for x, _ in v.values()] for k, v in cells.items() if k[1][0][1] == "io_uring-control"}
+    factors = {
+        "run": lambda run, prof, load, conns: run.rstrip("/").split("/")[-1],
+        "load class": lambda run, prof, load, conns: "open" if load.startswith("open") else load,
+        "profile": lambda run, prof, load, conns: prof,
+        "keep-alive level": lambda run, prof, load, conns: f"c={conns}" if load == "keepalive" else None,
+    }
+    for name, f in factors.items():
+        groups = collections.defaultdict(list)
+        for (run, ((prof, _), load, conns)), d in control.items():
+            g = f(run, prof, load, conns)
+            if g is not None:
+                groups[g].append(d)
+        parts = []
+        for g, ds in sorted(groups.items()):
+            t, k = tau(ds)
+            parts.append(f"{g} {t:.2f} % ({k})" if t is not None else f"{g} -")
+        print(f"run-level SD by {name}: " + "; ".join(parts))
+
+
 def main(argv):
     max_round = 6
     if argv[:1] == ["--rounds"]:
@@ -74,6 +110,7 @@ def main(argv):
         first[load] += [x if f else -x for x, f in v.values()]
     for load, xs in sorted(first.items()):
         print(f"first minus second, {load:16} n {len(xs):3}: {100 * st.mean(xs):+.3f} % (se {100 * st.stdev(xs) / math.sqrt(len(xs)):.3f})")
+    run_level(cells)
     for (run, (pair, load, _)), v in sorted(cells.items()):
         if load == "open-90":
             rounds = " ".join(f"{'F' if f else 's'}{100 * x:+.2f}" for _, (x, f) in sorted(v.items()))

@@ -353,8 +353,19 @@ fn resolution(raw: &Raw, s: &Summary) -> String {
         cpu.iter().copied().fold(f64::INFINITY, f64::min),
         cpu.iter().copied().fold(0.0, f64::max),
     );
+    // The offset identical servers keep for a whole run, which every interval carries.
+    let run_level = s
+        .run_level
+        .get(Metric::CpuPerRequest.key())
+        .filter(|l| l.variance > 0.0)
+        .map_or(String::new(), |l| {
+            format!(
+                " (each interval carrying the ±{:.1} % they differ by for a whole run)",
+                l.spread() * 100.0
+            )
+        });
     format!(
-        "two identical servers (the A/A control) resolve ±{lo:.1}–{hi:.1} % on CPU per request, and came out apart in {apart} of {} cells{}",
+        "two identical servers (the A/A control) resolve ±{lo:.1}–{hi:.1} % on CPU per request{run_level}, and came out apart in {apart} of {} cells{}",
         cpu.len(),
         super::resolution::answer_took(raw, s)
     )

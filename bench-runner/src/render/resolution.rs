@@ -62,7 +62,9 @@ pub(super) fn resolution_text(s: &Summary, st: &Settings, limit: f64) -> String 
     let apart = cpu.iter().filter(|r| r.aa_apart).count();
     if st.intervals_cover_processes() {
         // The interval carries the processes' difference: no second bound.
-        t += &format!("The A/A pair came out apart in {apart} of {} cells on CPU per request (a 95 % interval does so about one time in twenty).\n\n", cpu.len());
+        t += &format!("The A/A pair came out apart in {apart} of {} cells on CPU per request (a 95 % interval does so about one time in twenty).", cpu.len());
+        t += &run_level_text(s);
+        t += "\n\n";
     } else if apart > 0 {
         let bound = cpu.iter().map(|r| r.aa_bound).fold(0.0, f64::max);
         t += &format!("The A/A pair itself came out apart in {apart} of {} cells on CPU per request, and its intervals reach {} from no change: two identical servers can differ that much on this machine (memory placement, which one ran when), so a difference smaller than that is not a result, whatever its interval.\n\n", cpu.len(), pct(bound).replace('±', ""));
@@ -97,6 +99,19 @@ pub(super) fn resolution_text(s: &Summary, st: &Settings, limit: f64) -> String 
         );
     }
     t
+}
+
+/// What the control shows fixed for the whole run, on CPU per request, and how the intervals
+/// carry it ([`crate::stats::run_level`]).
+fn run_level_text(s: &Summary) -> String {
+    let Some(level) = s.run_level.get(Metric::CpuPerRequest.key()) else {
+        return String::new();
+    };
+    if level.variance > 0.0 {
+        format!(" Two identical servers also differ by an offset that holds for the whole run, which rounds do not average away: {} (one SD, CPU per request, from the control's {} cells); every interval over rounds carries it, and each control cell is judged by the other cells' offset.", pct(level.spread()), level.cells)
+    } else {
+        format!(" The control's {} cells show no offset fixed for the run beyond their rounds' spread: the intervals are the rounds' own (each control cell is judged by the other cells' spread, which leaving it out can make a little above 0).", level.cells)
+    }
 }
 
 /// A span of a run: seconds under two minutes, else whole minutes.

@@ -98,7 +98,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_warmup_s * 1000.0, raw.schedule().describe(by_load), st.seed, raw.slices.len()
     );
     if st.pairing == Pairing::Duet {
-        t += "Pairing: duets — each round drives the two servers of every comparison at once, over one window, on the same server CPUs (one duet per instance pairing), so the host's interference of that second falls on both; a change is the ratio within each duet, its interval Student's t over rounds (docs/methodology.md, \"Duets\"). Each server had about half the server CPUs while it ran: CPU per request is the figure; req/s and latency are those of a shared machine.\n\n";
+        t += "Pairing: duets — each round drives the two servers of every comparison at once, over one window, on the same server CPUs (one duet per instance pairing), so the host's interference of that second falls on both; a change is the ratio within each duet, its interval Student's t over rounds, widened by what the A/A control shows fixed for the run (docs/methodology.md, \"Duets\" and \"Run-level spread\"). Each server had about half the server CPUs while it ran: CPU per request is the figure; req/s and latency are those of a shared machine.\n\n";
     }
     if let Some(target) = &st.target {
         t += &target_text(target, st, s);
@@ -402,10 +402,10 @@ pub(super) fn interval_over(st: &Settings) -> &'static str {
     match (st.relaunch, st.pairing) {
         (Relaunch::Once, _) => "over instances and rounds",
         (Relaunch::Round, Pairing::Duet) => {
-            "over rounds of duets (Student's t; each round's processes new)"
+            "over rounds of duets (Student's t widened by the A/A control's run-level spread; each round's processes new)"
         }
         (Relaunch::Round, Pairing::Alternate) => {
-            "over rounds (Student's t; each round's processes new)"
+            "over rounds (Student's t widened by the A/A control's run-level spread; each round's processes new)"
         }
     }
 }

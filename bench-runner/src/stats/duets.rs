@@ -9,7 +9,8 @@
 //! and the duets' spread cannot show it — the same study's resident pair was "apart" at
 //! −0.2 % [−0.3, −0.1]. Launched afresh every round, each round is an independent draw of
 //! both: round `r` gives `d_r`, the mean over its duets of ln(A / B), and Student's t over
-//! the rounds is the interval ([`super::launches::rounds_interval`]).
+//! the rounds is the interval ([`super::launches::rounds_interval`]) — widened, in a run's
+//! summary, by what the A/A control shows fixed for the whole run ([`super::run_level`]).
 
 use std::collections::BTreeMap;
 
@@ -20,12 +21,17 @@ use super::Interval;
 /// instance pairing). A round where some duet failed is left out, as a round with a failed
 /// instance is in [`super::launches`]: its mean would rest on another pairing's luck alone.
 pub fn compare(by_round: &BTreeMap<u32, Vec<f64>>, per_round: usize) -> Option<Interval> {
-    let d: Vec<f64> = by_round
+    rounds_interval(&round_means(by_round, per_round))
+}
+
+/// Each whole round's mean ln(A / B) over its duets (rounds with a failed or missing duet
+/// left out).
+pub fn round_means(by_round: &BTreeMap<u32, Vec<f64>>, per_round: usize) -> Vec<f64> {
+    by_round
         .values()
         .filter(|v| v.len() == per_round && v.iter().all(|x| x.is_finite()))
         .map(|v| v.iter().sum::<f64>() / v.len() as f64)
-        .collect();
-    rounds_interval(&d)
+        .collect()
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use crate::model::{
     LoadModel, Pairing, Partner, Raw, Relaunch, ServerConfig, ServerKey, Slice, Subject,
 };
 use crate::stats::instances::{self, Series};
-use crate::stats::{duets, launches};
+use crate::stats::run_level::RunLevel;
+use crate::stats::{duets, launches, Interval};
 use crate::stats::{order_statistic_median, paired_ratios};
 
 mod means;
@@ -108,7 +109,6 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
         add_route_means(&mut series, routes);
     }
 
-    let mut comparisons = Vec::new();
     let servers: Vec<ServerKey> = raw.configurations();
     let mut route_names = routes.clone();
     if routes.len() > 1 {
@@ -147,6 +147,7 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
     }
     let position = |k: &ServerKey| servers.iter().position(|s| s == k);
     let duet_ratios = (raw.settings.pairing == Pairing::Duet).then(|| duet_ratios(raw, cpus));
+    let mut measured: Vec<Measured> = Vec::new();
     for pair in comparison_pairs(&servers, &references) {
         for &load in &raw.settings.loads {
             for &conns in raw.settings.conns_of(load) {
@@ -156,52 +157,86 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
                         let all = |k: &ServerKey| -> Vec<&Series> {
                             get(k, at).map_or(vec![], |by| by.values().collect())
                         };
-                        let interval = match fits.get(&(load, conns, route.clone(), metric)) {
+                        let estimate = match fits.get(&(load, conns, route.clone(), metric)) {
                             // Duets: the ratio within each, over rounds of fresh launches.
-                            _ if duet_ratios.is_some() => duet_ratios
-                                .as_ref()
-                                .and_then(|d| {
-                                    d.get(&(pair.clone(), load, conns, route.clone(), metric))
-                                })
-                                .and_then(|by_round| {
-                                    duets::compare(by_round, instances.max(1) as usize)
-                                }),
+                            _ if duet_ratios.is_some() => Estimate::Rounds(
+                                duet_ratios
+                                    .as_ref()
+                                    .and_then(|d| {
+                                        d.get(&(pair.clone(), load, conns, route.clone(), metric))
+                                    })
+                                    .map_or(vec![], |by_round| {
+                                        duets::round_means(by_round, instances.max(1) as usize)
+                                    }),
+                            ),
                             // Every round launched afresh: the rounds are the replicates.
-                            _ if relaunched => launches::compare(&all(&pair.0), &all(&pair.1)),
-                            Some(fit) => position(&pair.0)
-                                .zip(position(&pair.1))
-                                .and_then(|(a, b)| fit.compare(a, b)),
+                            _ if relaunched => Estimate::Rounds(launches::round_differences(
+                                &all(&pair.0),
+                                &all(&pair.1),
+                            )),
+                            Some(fit) => Estimate::Done(
+                                position(&pair.0)
+                                    .zip(position(&pair.1))
+                                    .and_then(|(a, b)| fit.compare(a, b)),
+                            ),
                             None => {
                                 let one = |k: &ServerKey| get(k, at).and_then(|by| by.get(&0));
                                 let (Some(a), Some(b)) = (one(&pair.0), one(&pair.1)) else {
                                     continue;
                                 };
-                                order_statistic_median(&paired_ratios(a, b))
+                                Estimate::Done(order_statistic_median(&paired_ratios(a, b)))
                             }
                         };
-                        let Some(i) = interval else {
-                            continue;
-                        };
-                        comparisons.push(Comparison {
-                            profile: pair.0.profile,
+                        measured.push(Measured {
+                            pair: pair.clone(),
                             load,
                             conns,
                             route: route.clone(),
-                            config: pair.0.config.clone(),
-                            baseline: pair.1.config.clone(),
-                            baseline_profile: pair.1.profile,
                             metric,
-                            ratio_median: i.median,
-                            ci95_low: i.low,
-                            ci95_high: i.high,
-                            significant: i.excludes_one(),
-                            pairs: i.n,
-                            instances: (instances > 1).then_some(instances),
+                            estimate,
                         });
                     }
                 }
             }
         }
+    }
+    let run_level = run_levels(&measured);
+    let mut comparisons = Vec::new();
+    for (i, m) in measured.iter().enumerate() {
+        let interval = match &m.estimate {
+            Estimate::Done(interval) => *interval,
+            Estimate::Rounds(d) => run_level
+                .get(&m.metric)
+                .map_or(RunLevel::default(), |l| l.for_comparison(i))
+                .interval(d),
+        };
+        let Some(i) = interval else {
+            continue;
+        };
+        let Measured {
+            pair,
+            load,
+            conns,
+            route,
+            metric,
+            ..
+        } = m;
+        comparisons.push(Comparison {
+            profile: pair.0.profile,
+            load: *load,
+            conns: *conns,
+            route: route.clone(),
+            config: pair.0.config.clone(),
+            baseline: pair.1.config.clone(),
+            baseline_profile: pair.1.profile,
+            metric: *metric,
+            ratio_median: i.median,
+            ci95_low: i.low,
+            ci95_high: i.high,
+            significant: i.excludes_one(),
+            pairs: i.n,
+            instances: (instances > 1).then_some(instances),
+        });
     }
     let resolution: Vec<Resolution> = comparisons
         .iter()
@@ -230,7 +265,73 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
         resolution,
         route_means,
         reach: Vec::new(),
+        run_level: run_level
+            .into_iter()
+            .filter(|(_, l)| l.all.cells > 0)
+            .map(|(metric, l)| (metric.key().to_string(), l.all))
+            .collect(),
     }
+}
+
+/// A comparison as measured, before its interval: the rounds' ln ratios where rounds are the
+/// replicates (duets, fresh launches), or the interval its own method already gave.
+struct Measured {
+    pair: (ServerKey, ServerKey),
+    load: LoadModel,
+    conns: u32,
+    route: String,
+    metric: Metric,
+    estimate: Estimate,
+}
+
+enum Estimate {
+    Rounds(Vec<f64>),
+    Done(Option<Interval>),
+}
+
+/// The A/A control's cells: the same server twice under one profile, on one real route.
+fn is_control(m: &Measured) -> bool {
+    m.pair.0.config == Subject::Own(ServerConfig::IoUringControl)
+        && m.pair.1.config == Subject::Own(ServerConfig::IoUring)
+        && m.pair.0.profile == m.pair.1.profile
+        && m.route != MEAN_ROUTE
+}
+
+/// One metric's run-level spread ([`RunLevel`]): from every control cell, and from all but
+/// each one for judging that cell itself.
+struct MetricLevel {
+    all: RunLevel,
+    without: BTreeMap<usize, RunLevel>,
+}
+
+impl MetricLevel {
+    /// The level comparison `i` (an index into the measured comparisons) is widened by.
+    fn for_comparison(&self, i: usize) -> RunLevel {
+        self.without.get(&i).copied().unwrap_or(self.all)
+    }
+}
+
+/// Per metric, the run-level spread of the A/A control's rounds.
+fn run_levels(measured: &[Measured]) -> BTreeMap<Metric, MetricLevel> {
+    let mut control: BTreeMap<Metric, Vec<(usize, &[f64])>> = BTreeMap::new();
+    for (i, m) in measured.iter().enumerate() {
+        if let (Estimate::Rounds(d), true) = (&m.estimate, is_control(m)) {
+            control.entry(m.metric).or_default().push((i, d.as_slice()));
+        }
+    }
+    control
+        .into_iter()
+        .map(|(metric, cells)| {
+            let rounds: Vec<&[f64]> = cells.iter().map(|(_, d)| *d).collect();
+            let without = cells
+                .iter()
+                .enumerate()
+                .map(|(j, (i, _))| (*i, RunLevel::estimate_without(&rounds, j)))
+                .collect();
+            let all = RunLevel::estimate(&rounds);
+            (metric, MetricLevel { all, without })
+        })
+        .collect()
 }
 
 /// A duet comparison's key: (A, B), load model, level, route, metric.

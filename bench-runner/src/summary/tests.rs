@@ -593,3 +593,117 @@ fn duets_of_two_passes_in_one_round_are_each_found() {
         .unwrap();
     assert_eq!(c.pairs, rounds as usize - 1);
 }
+
+/// A relaunched run whose A/A control carries an offset fixed for the run in each profile
+/// (+1.5 %, −1.5 %, 0), unseen by the rounds: the summary estimates the run-level spread from
+/// the control's cells alone, widens every interval over rounds by it, and judges each control
+/// cell by the other cells' spread.
+#[test]
+fn intervals_over_rounds_carry_the_control_s_run_level_spread() {
+    use crate::stats::run_level::RunLevel;
+    let profiles = [Profile::Default, Profile::NoIoUring, Profile::Relaxed];
+    let servers: Vec<ServerKey> = profiles
+        .iter()
+        .flat_map(|&p| {
+            [ServerConfig::IoUring, ServerConfig::IoUringControl]
+                .into_iter()
+                .map(move |c| key(p, c))
+        })
+        .collect();
+    let offset = |p: Profile| match p {
+        Profile::Default => 1.015,
+        Profile::NoIoUring => 1.0 / 1.015,
+        _ => 1.0,
+    };
+    // Each round its own speed and a small luck per server; the control its profile's offset.
+    let cost = |k: &ServerKey, r: u32| {
+        let luck = 1.0
+            + 0.004
+                * ((r * 13 + k.profile as u32 * 5 + k.config.own().unwrap() as u32 * 3) as f64)
+                    .sin();
+        let control = if k.config == Subject::Own(ServerConfig::IoUringControl) {
+            offset(k.profile)
+        } else {
+            1.0
+        };
+        7.0 * (1.0 + 0.1 * (r as f64).sin()) * luck * control
+    };
+    let mut raw = synthetic(&servers, 8, cost, |_, _| 0.98);
+    raw.settings.relaunch = Relaunch::Round;
+    for s in raw.slices.iter_mut() {
+        s.launch = s.round - 1;
+    }
+    let s = summarise(&raw);
+    let level = s.run_level["cpu_per_request"];
+    assert_eq!(level.cells, 3, "the control's cells only: {level:?}");
+    assert!(level.spread() > 0.008, "{level:?}");
+    let rounds = |config: ServerConfig, profile: Profile| -> Vec<f64> {
+        let series = |c: ServerConfig, p: Profile| -> Series {
+            raw.slices
+                .iter()
+                .filter(|s| s.server == key(p, c))
+                .map(|s| (s.round, s.cpu_us_per_request().unwrap()))
+                .collect()
+        };
+        let (a, b) = (
+            series(config, profile),
+            series(ServerConfig::IoUring, profile),
+        );
+        launches::round_differences(&[&a], &[&b])
+    };
+    let cells: Vec<Vec<f64>> = profiles
+        .iter()
+        .map(|&p| rounds(ServerConfig::IoUringControl, p))
+        .collect();
+    let refs: Vec<&[f64]> = cells.iter().map(|d| d.as_slice()).collect();
+    assert_eq!(level, RunLevel::estimate(&refs));
+    for (i, &p) in profiles.iter().enumerate() {
+        let c = s
+            .comparisons
+            .iter()
+            .find(|c| {
+                c.profile == p
+                    && c.metric == Metric::CpuPerRequest
+                    && c.config == Subject::Own(ServerConfig::IoUringControl)
+            })
+            .unwrap();
+        let by_hand = RunLevel::estimate_without(&refs, i)
+            .interval(&cells[i])
+            .unwrap();
+        assert_eq!(
+            (c.ci95_low, c.ci95_high),
+            (by_hand.low, by_hand.high),
+            "{p:?}"
+        );
+        // Not by the level its own offset raised.
+        assert_ne!(Some(by_hand), level.interval(&cells[i]), "{p:?}");
+    }
+    // A comparison that is not the control: the rounds' interval widened by every control
+    // cell's spread, wider than the rounds alone.
+    let blocked = s
+        .comparisons
+        .iter()
+        .find(|c| {
+            c.profile == Profile::NoIoUring
+                && c.baseline_profile == Profile::Relaxed
+                && c.config == Subject::Own(ServerConfig::IoUring)
+                && c.metric == Metric::CpuPerRequest
+        })
+        .unwrap();
+    let series = |p: Profile| -> Series {
+        raw.slices
+            .iter()
+            .filter(|s| s.server == key(p, ServerConfig::IoUring))
+            .map(|s| (s.round, s.cpu_us_per_request().unwrap()))
+            .collect()
+    };
+    let (a, b) = (series(Profile::NoIoUring), series(Profile::Relaxed));
+    let d = launches::round_differences(&[&a], &[&b]);
+    let widened = level.interval(&d).unwrap();
+    let alone = launches::rounds_interval(&d).unwrap();
+    assert_eq!(
+        (blocked.ci95_low, blocked.ci95_high),
+        (widened.low, widened.high)
+    );
+    assert!(widened.half_width() > 1.5 * alone.half_width());
+}

@@ -242,6 +242,11 @@ pub struct Summary {
     /// none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reach: Vec<super::Reach>,
+    /// Per metric, the run-level spread the A/A control shows, by which every interval over
+    /// rounds (duets, fresh launches) is widened; the control's own cells are judged by the
+    /// spread of the others (summaries before it: none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub run_level: BTreeMap<String, crate::stats::run_level::RunLevel>,
 }
 
 impl Summary {
@@ -280,6 +285,7 @@ impl Summary {
                 .filter(|r| r.load == load)
                 .cloned()
                 .collect(),
+            run_level: self.run_level.clone(),
         }
     }
 
