@@ -1,6 +1,9 @@
 //! The plan's schedule and its description, on fixed seeds.
+use super::order::shuffle;
 use super::*;
 use crate::model::{Pairing, Profile};
+use rand_core::SeedableRng;
+use rand_pcg::Pcg64;
 
 fn plan(seed: u64) -> Plan {
     let servers = [
@@ -321,7 +324,8 @@ fn relaunching_puts_a_launch_before_every_pass_but_the_first_in_the_eta_and_shuf
     assert_eq!(every.eta(), once.eta() + every.relaunches());
     assert!(every.describe().contains("launched afresh"));
     assert!(!once.describe().contains("launched afresh"));
-    let orders: BTreeSet<Vec<usize>> = (0..8).map(|l| every.launch_order(l)).collect();
+    let orders: std::collections::BTreeSet<Vec<usize>> =
+        (0..8).map(|l| every.launch_order(l)).collect();
     assert!(orders.len() > 4, "launch orders repeat: {orders:?}");
     let mut first = every.launch_order(3);
     first.sort();

@@ -215,8 +215,9 @@ fn epoll_cost(raw: &Raw, s: &Summary) -> Option<String> {
         return None;
     }
     let described = |c: &&&Comparison| {
+        let gap = rate_gap(s, c).map_or(String::new(), |g| format!(" — {g}"));
         format!(
-            "{}, {} connections: {}",
+            "{}, {} connections: {}{gap}",
             load_label(c.load),
             c.conns,
             change(s, c)
@@ -237,14 +238,11 @@ fn epoll_cost(raw: &Raw, s: &Summary) -> Option<String> {
         .iter()
         .map(|c| (c.ci95_high - c.ci95_low) / 2.0 * 100.0)
         .collect();
-    let (lo, hi) = (
-        widths.iter().copied().fold(f64::INFINITY, f64::min),
-        widths.iter().copied().fold(0.0, f64::max),
-    );
     let head = format!(
-        "**An epoll server** (rx, which never asks for io_uring) under the block: nothing resolvable in {} of {} cells (intervals ±{lo:.0}–{hi:.0} %)",
+        "**An epoll server** (rx, which never asks for io_uring) under the block: nothing resolvable in {} of {} cells (intervals {})",
         all.len() - resolved.len(),
-        all.len()
+        all.len(),
+        half_widths(&widths)
     );
     let mut line = if resolved.is_empty() {
         format!("{head}: the block costs it nothing this run can see")
@@ -255,6 +253,36 @@ fn epoll_cost(raw: &Raw, s: &Summary) -> Option<String> {
         line += &format!(" (apart, {})", within.join("; "));
     }
     Some(line + ".")
+}
+
+/// At a share of each server's own capacity the two servers of a comparison are driven at
+/// different rates, and CPU per request falls as the rate rises (the wake-ups of an idle server
+/// spread over more requests): a change there is partly the rate's, so the line says how far
+/// apart the two rates were.
+fn rate_gap(s: &Summary, c: &Comparison) -> Option<String> {
+    if !matches!(c.load, LoadModel::Open(crate::model::Offered::Own(_))) {
+        return None;
+    }
+    let rate = |config: &Subject, profile: Profile| {
+        s.rows
+            .iter()
+            .find(|r| {
+                &r.config == config
+                    && r.profile == profile
+                    && r.load == c.load
+                    && r.conns == c.conns
+                    && r.route == c.route
+            })
+            .map(|r| r.rps_median)
+    };
+    let gap = rate(&c.config, c.profile)? / rate(&c.baseline, c.baseline_profile)? - 1.0;
+    (gap.abs() >= 0.001).then(|| {
+        format!(
+            "driven at {:.1} % {} requests a second, each at a share of its own capacity",
+            gap.abs() * 100.0,
+            if gap < 0.0 { "fewer" } else { "more" }
+        )
+    })
 }
 
 /// The seed PR's fix: rx against legacy, kept alive, in the profile a blocked server runs.
@@ -349,10 +377,6 @@ fn resolution(raw: &Raw, s: &Summary) -> String {
         .iter()
         .filter(|r| r.metric == Metric::CpuPerRequest && r.aa_apart)
         .count();
-    let (lo, hi) = (
-        cpu.iter().copied().fold(f64::INFINITY, f64::min),
-        cpu.iter().copied().fold(0.0, f64::max),
-    );
     // The offset identical servers keep for a whole run, which every interval carries.
     let run_level = s
         .run_level
@@ -365,10 +389,23 @@ fn resolution(raw: &Raw, s: &Summary) -> String {
             )
         });
     format!(
-        "two identical servers (the A/A control) resolve ±{lo:.1}–{hi:.1} % on CPU per request{run_level}, and came out apart in {apart} of {} cells{}",
+        "two identical servers (the A/A control) resolve {} on CPU per request{run_level}, and came out apart in {apart} of {} cells{}",
+        half_widths(&cpu),
         cpu.len(),
         super::resolution::answer_took(raw, s)
     )
+}
+
+/// The span of some intervals' half-widths (in %), "±0.4–3.2 %": one decimal, so that a
+/// narrow span does not read "±1–1 %".
+fn half_widths(widths: &[f64]) -> String {
+    let lo = widths.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = widths.iter().copied().fold(0.0, f64::max);
+    if format!("{lo:.1}") == format!("{hi:.1}") {
+        format!("±{hi:.1} %")
+    } else {
+        format!("±{lo:.1}–{hi:.1} %")
+    }
 }
 
 /// The headline of a run.
@@ -545,5 +582,49 @@ pub(crate) mod tests {
         }
         assert!(is_result(&s, &c));
         assert_eq!(change(&s, &c), "+4.0 % [+1.3, +6.8]");
+    }
+
+    #[test]
+    fn a_change_at_a_share_of_own_capacity_says_how_far_apart_the_rates_were() {
+        use crate::model::Offered;
+        let (_, mut s) = run();
+        let rx = Subject::Own(ServerConfig::Rx);
+        let open = LoadModel::Open(Offered::Own(50));
+        let mut c = s
+            .comparisons
+            .iter()
+            .find(|c| {
+                c.config == rx
+                    && c.profile == Profile::NoIoUring
+                    && c.baseline_profile == Profile::Relaxed
+            })
+            .unwrap()
+            .clone();
+        // Kept alive both servers are driven as fast as they go: no gap to speak of.
+        assert_eq!(rate_gap(&s, &c), None);
+        c.load = open;
+        for r in s.rows.iter_mut().filter(|r| r.config == rx) {
+            r.load = open;
+            r.rps_median = if r.profile == Profile::NoIoUring {
+                61_462.5
+            } else {
+                62_977.0
+            };
+        }
+        assert_eq!(
+            rate_gap(&s, &c).as_deref(),
+            Some("driven at 2.4 % fewer requests a second, each at a share of its own capacity")
+        );
+        // At one rate for every server the cell is a like-for-like load.
+        c.load = LoadModel::Open(Offered::Slowest(50));
+        assert_eq!(rate_gap(&s, &c), None);
+    }
+
+    #[test]
+    fn a_span_of_half_widths_keeps_a_decimal_and_says_one_width_once() {
+        assert_eq!(half_widths(&[0.42, 3.19, 1.0]), "±0.4–3.2 %");
+        // Rounded to whole percents both ends read 1: the decimal tells them apart.
+        assert_eq!(half_widths(&[0.69, 1.41]), "±0.7–1.4 %");
+        assert_eq!(half_widths(&[1.02, 0.98]), "±1.0 %");
     }
 }
