@@ -137,18 +137,38 @@ pub(super) fn answer_took(raw: &Raw, s: &Summary) -> String {
     let Some(run) = run_end_s(raw).filter(|_| !s.reach.is_empty()) else {
         return String::new();
     };
-    let cells = s.reach.iter().filter(|r| r.round.is_some()).count();
+    let within = s.reach.iter().filter(|r| r.round.is_some()).count();
     let limit = pct(resolution_limit(&raw.settings));
-    match answered_after_s(&s.reach) {
+    answer_phrase(
+        answered_after_s(&s.reach),
+        run,
+        (within, s.reach.len()),
+        &limit,
+    )
+}
+
+/// The Here line's ending: when every cell came within `limit` (`answered_s`), and the run's
+/// own length only where it went on past that; else how many of the `cells` (within, of all)
+/// did by its end.
+fn answer_phrase(
+    answered_s: Option<f64>,
+    run_s: f64,
+    (within, cells): (usize, usize),
+    limit: &str,
+) -> String {
+    match answered_s {
+        Some(t) if took(t) == took(run_s) => format!(
+            "; the answer took {}: every cell within {limit} at the run's end",
+            took(t)
+        ),
         Some(t) => format!(
             "; the answer took {}: every cell within {limit} from then on (the run: {})",
             took(t),
-            took(run)
+            took(run_s)
         ),
         None => format!(
-            "; {cells} of {} cells came within {limit} in the run's {}",
-            s.reach.len(),
-            took(run)
+            "; {within} of {cells} cells came within {limit} in the run's {}",
+            took(run_s)
         ),
     }
 }
@@ -218,5 +238,27 @@ pub(super) fn route_suffix(route: &str) -> String {
         String::new()
     } else {
         format!(" {route}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answer_s_time_names_the_run_s_length_only_where_the_run_went_on() {
+        let limit = "±2.0 %";
+        assert_eq!(
+            answer_phrase(Some(1370.0), 1390.0, (21, 21), limit),
+            "; the answer took 23 min: every cell within ±2.0 % at the run's end"
+        );
+        assert_eq!(
+            answer_phrase(Some(900.0), 1390.0, (21, 21), limit),
+            "; the answer took 15 min: every cell within ±2.0 % from then on (the run: 23 min)"
+        );
+        assert_eq!(
+            answer_phrase(None, 1680.0, (20, 21), limit),
+            "; 20 of 21 cells came within ±2.0 % in the run's 28 min"
+        );
     }
 }
