@@ -486,6 +486,15 @@ pub(crate) mod tests {
         }
     }
 
+    /// rx under `no-io-uring` against rx under `relaxed`, CPU per request: what the block costs
+    /// an epoll server.
+    fn rx_blocked(c: &Comparison) -> bool {
+        c.config == Subject::Own(ServerConfig::Rx)
+            && c.metric == Metric::CpuPerRequest
+            && c.profile == Profile::NoIoUring
+            && c.baseline_profile == Profile::Relaxed
+    }
+
     /// A run whose truth is known: the block costs the io_uring server 20 % CPU per request
     /// and an epoll server nothing; rx is 15 % cheaper than legacy.
     pub(crate) fn run() -> (Raw, Summary) {
@@ -623,11 +632,7 @@ pub(crate) mod tests {
         let mut c = s
             .comparisons
             .iter()
-            .find(|c| {
-                c.config == rx
-                    && c.profile == Profile::NoIoUring
-                    && c.baseline_profile == Profile::Relaxed
-            })
+            .find(|c| rx_blocked(c))
             .unwrap()
             .clone();
         // Kept alive both servers are driven as fast as they go: no gap to speak of.
@@ -653,16 +658,10 @@ pub(crate) mod tests {
     #[test]
     fn an_epoll_server_that_pays_says_where_and_how_much() {
         let (raw, mut s) = run();
-        let rx = Subject::Own(ServerConfig::Rx);
         for r in s.resolution.iter_mut() {
             r.aa_bound = 0.01;
         }
-        for c in s.comparisons.iter_mut().filter(|c| {
-            c.config == rx
-                && c.metric == Metric::CpuPerRequest
-                && c.profile == Profile::NoIoUring
-                && c.baseline_profile == Profile::Relaxed
-        }) {
+        for c in s.comparisons.iter_mut().filter(|c| rx_blocked(c)) {
             (c.ratio_median, c.ci95_low, c.ci95_high, c.significant) = (1.025, 1.014, 1.037, true);
         }
         let lines = epoll_cost(&raw, &s);
@@ -675,17 +674,11 @@ pub(crate) mod tests {
     #[test]
     fn an_epoll_server_that_pays_in_most_cells_reads_by_load_model() {
         let (raw, mut s) = run();
-        let rx = Subject::Own(ServerConfig::Rx);
         s.resolution.clear();
         let one = s
             .comparisons
             .iter()
-            .find(|c| {
-                c.config == rx
-                    && c.metric == Metric::CpuPerRequest
-                    && c.profile == Profile::NoIoUring
-                    && c.baseline_profile == Profile::Relaxed
-            })
+            .find(|c| rx_blocked(c))
             .unwrap()
             .clone();
         for (conns, ratio) in [(64, 1.025), (256, 1.021), (512, 1.029)] {
@@ -693,13 +686,8 @@ pub(crate) mod tests {
             c.conns = conns;
             (c.ratio_median, c.ci95_low, c.ci95_high, c.significant) =
                 (ratio, ratio - 0.011, ratio + 0.011, true);
-            s.comparisons.retain(|k| {
-                !(k.conns == conns
-                    && k.config == rx
-                    && k.metric == c.metric
-                    && k.profile == c.profile
-                    && k.baseline_profile == c.baseline_profile)
-            });
+            s.comparisons
+                .retain(|k| !(k.conns == conns && rx_blocked(k)));
             s.comparisons.push(c);
         }
         assert_eq!(
