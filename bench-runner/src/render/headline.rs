@@ -252,7 +252,23 @@ fn epoll_cost(raw: &Raw, s: &Summary) -> Vec<String> {
             pct(hi)
         )];
         for (load, cs) in &by_load {
-            let gaps: String = cs.iter().map(|c| gap_of(c)).collect();
+            // Each level's gap, named by its level where the model ran at several.
+            let gaps: Vec<String> = cs
+                .iter()
+                .filter_map(|c| {
+                    let gap = rate_gap(s, c)?;
+                    Some(if cs.len() > 1 {
+                        format!("{} connections {gap}", c.conns)
+                    } else {
+                        gap
+                    })
+                })
+                .collect();
+            let gaps = if gaps.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", gaps.join("; "))
+            };
             if let Some(level) = per_level(s, &load_label(*load), cs) {
                 lines.push(format!("{SUB}{level}{gaps}"));
             }
@@ -294,15 +310,7 @@ fn rate_gap(s: &Summary, c: &Comparison) -> Option<String> {
         return None;
     }
     let rate = |config: &Subject, profile: Profile| {
-        s.rows
-            .iter()
-            .find(|r| {
-                &r.config == config
-                    && r.profile == profile
-                    && r.load == c.load
-                    && r.conns == c.conns
-                    && r.route == c.route
-            })
+        s.row(profile, config, c.load, c.conns, &c.route)
             .map(|r| r.rps_median)
     };
     let gap = rate(&c.config, c.profile)? / rate(&c.baseline, c.baseline_profile)? - 1.0;

@@ -40,19 +40,6 @@ impl Cell {
     }
 }
 
-fn row<'a>(
-    s: &'a Summary,
-    p: Profile,
-    c: &Subject,
-    load: LoadModel,
-    conns: u32,
-    route: &str,
-) -> Option<&'a Row> {
-    s.rows.iter().find(|r| {
-        r.profile == p && &r.config == c && r.load == load && r.conns == conns && r.route == route
-    })
-}
-
 /// Every cell where the io_uring server was compared under the block against `relaxed`, with
 /// both rows' syscall counts and the unblocked CPU per request.
 pub fn cells(raw: &Raw, s: &Summary, probe: &SyscallCost) -> Vec<Cell> {
@@ -70,8 +57,8 @@ pub fn cells(raw: &Raw, s: &Summary, probe: &SyscallCost) -> Vec<Cell> {
                 && c.route == route
         })
         .filter_map(|c| {
-            let blocked = row(s, Profile::NoIoUring, &io_uring, c.load, c.conns, &route)?;
-            let free = row(s, Profile::Relaxed, &io_uring, c.load, c.conns, &route)?;
+            let blocked = s.row(Profile::NoIoUring, &io_uring, c.load, c.conns, &route)?;
+            let free = s.row(Profile::Relaxed, &io_uring, c.load, c.conns, &route)?;
             let total = |r: &Row| r.syscalls_per_request.get("total").copied();
             let added = total(blocked)? - total(free)?;
             let base_us = free.cpu_us_per_request?;

@@ -250,6 +250,24 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The row of `config` under `profile` in one cell.
+    pub fn row(
+        &self,
+        profile: Profile,
+        config: &Subject,
+        load: LoadModel,
+        conns: u32,
+        route: &str,
+    ) -> Option<&Row> {
+        self.rows.iter().find(|r| {
+            r.profile == profile
+                && &r.config == config
+                && r.load == load
+                && r.conns == conns
+                && r.route == route
+        })
+    }
+
     /// The part of the summary under one load model (its worst resolution its own).
     pub fn for_load(&self, load: LoadModel) -> Summary {
         let resolution: Vec<Resolution> = self
