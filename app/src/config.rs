@@ -25,6 +25,8 @@ pub struct Config {
     pub recv_buffer: usize,
     /// io_uring: one multishot receive per connection into a provided-buffer ring.
     pub recv_multishot: bool,
+    /// io_uring: each connection's last steps kept, and printed when a timer closes it.
+    pub trail: bool,
 }
 
 /// A receive buffer holds a benchmark's request (under 200 bytes) several times over, and two
@@ -102,6 +104,7 @@ impl Config {
             knobs::RECV_MULTISHOT,
             reactor::Config::default().recv_multishot,
         )?;
+        let trail = switch(knobs::TRAIL, false)?;
         let workers = match read(knobs::WORKERS) {
             None => None,
             Some(_) => Some(number(knobs::WORKERS, 1, 1024, 1)? as usize),
@@ -128,6 +131,7 @@ impl Config {
             recv_buffer: number(knobs::RECV_BUFFER, 256, 1 << 20, DEFAULT_RECV_BUFFER as u64)?
                 as usize,
             recv_multishot,
+            trail,
         })
     }
 

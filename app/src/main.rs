@@ -47,7 +47,7 @@ Configuration is read from the environment; see docs/runtime-config.md:
   APP_BIND (0.0.0.0), APP_PORT (3000), APP_WORKERS (CPUs in the affinity mask), APP_PIN (0),
   APP_BACKEND (auto|io_uring|epoll), APP_EPOLL_MODE (rx|oneshot|legacy),
   APP_HEADER_TIMEOUT (10 s), APP_KEEPALIVE_TIMEOUT (15 s), APP_SEND_TIMEOUT (30 s),
-  APP_MAX_BODY (1048576 bytes), APP_RECV_BUFFER (2048 bytes), APP_RECV_MULTISHOT (1).";
+  APP_MAX_BODY (1048576 bytes), APP_RECV_BUFFER (2048 bytes), APP_RECV_MULTISHOT (1), APP_TRAIL (0).";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -166,6 +166,7 @@ fn serve(ignored: &[String]) -> Result<(), String> {
             backend: config.backend,
             epoll_mode: config.epoll_mode,
             recv_multishot: config.recv_multishot,
+            trail: config.trail,
             ..reactor::Config::default()
         };
         let settings = Settings {

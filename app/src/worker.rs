@@ -419,25 +419,31 @@ impl Worker {
         }
     }
 
-    /// Closes connections whose send, header, keep-alive or linger time is up.
+    /// Closes connections whose send, header, keep-alive or linger time is up. With
+    /// `APP_TRAIL`, a connection closed in the middle of a request or a send first prints what
+    /// the reactor last did for it: a peer that went away should have ended it sooner.
     fn sweep(&mut self, now: Instant) {
-        let expired: Vec<Conn> = self
+        let expired: Vec<(Conn, Option<&str>)> = self
             .sessions
             .iter()
             .flatten()
-            .filter(|s| {
+            .filter_map(|s| {
                 // A send in flight has its own clock: the other timers wait for it to end.
-                let deadline = match (s.sending_since, &s.phase, s.request_started) {
-                    (Some(since), _, _) => since + self.settings.send_timeout,
-                    (None, Phase::Lingering, _) => s.last_activity + LINGER,
-                    (None, _, Some(started)) => started + self.settings.header_timeout,
-                    (None, _, None) => s.last_activity + self.settings.keepalive_timeout,
+                let (deadline, midway) = match (s.sending_since, &s.phase, s.request_started) {
+                    (Some(since), _, _) => (since + self.settings.send_timeout, Some("send")),
+                    (None, Phase::Lingering, _) => (s.last_activity + LINGER, None),
+                    (None, _, Some(started)) => {
+                        (started + self.settings.header_timeout, Some("header"))
+                    }
+                    (None, _, None) => (s.last_activity + self.settings.keepalive_timeout, None),
                 };
-                now >= deadline
+                (now >= deadline).then_some((s.conn, midway))
             })
-            .map(|s| s.conn)
             .collect();
-        for conn in expired {
+        for (conn, midway) in expired {
+            if let (Some(timer), Some(trail)) = (midway, self.reactor.trail(conn)) {
+                eprintln!("server: {timer} timer closed a connection: {trail}");
+            }
             self.close(conn);
         }
     }

@@ -34,7 +34,7 @@ pub mod export;
 pub mod file;
 pub mod load;
 pub mod model;
-pub mod notrack;
+pub use driver::notrack;
 pub mod offered;
 pub mod peers;
 pub mod plan;

@@ -9,6 +9,7 @@ pub mod conntrack;
 #[cfg(feature = "goose")]
 pub mod goose_engine;
 pub mod load;
+pub mod notrack;
 pub mod ports;
 pub mod report;
 pub mod response;

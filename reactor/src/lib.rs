@@ -192,6 +192,15 @@ impl Reactor {
         }
     }
 
+    /// What the backend last did for `conn` (io_uring with `Config::trail`), one line, oldest
+    /// step first: for a connection found stuck, how it got there. `None` otherwise.
+    pub fn trail(&self, conn: Conn) -> Option<String> {
+        match &self.backend {
+            Backend::Epoll(_) => None,
+            Backend::Uring(b) => b.trail(conn),
+        }
+    }
+
     /// Arms one receive into the spare capacity of `buf` (`capacity - len` bytes at most).
     pub fn arm_recv(&mut self, conn: Conn, buf: Vec<u8>) -> Result<(), Refused> {
         if buf.len() == buf.capacity() {

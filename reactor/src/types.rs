@@ -34,6 +34,9 @@ pub struct Config {
     /// with whatever arrived (kernel 6.12's min-wait). Zero, or a kernel without min-wait:
     /// batches are not waited for.
     pub batch_wait: Duration,
+    /// io_uring: every connection keeps its last few steps (arms, submissions, completions
+    /// with their flags, close) for [`crate::Reactor::trail`]. Off: one branch per step.
+    pub trail: bool,
 }
 
 impl Default for Config {
@@ -47,6 +50,7 @@ impl Default for Config {
             recv_multishot: true,
             multishot_buffers: 1024,
             batch_wait: Duration::from_micros(100),
+            trail: false,
         }
     }
 }

@@ -15,6 +15,8 @@ pub const WORKERS: &str = "APP_WORKERS";
 pub const PIN: &str = "APP_PIN";
 pub const RECV_MULTISHOT: &str = "APP_RECV_MULTISHOT";
 pub const RECV_BUFFER: &str = "APP_RECV_BUFFER";
+/// `1`: io_uring connections keep a trail of their last steps, printed when a timer closes one.
+pub const TRAIL: &str = "APP_TRAIL";
 pub const HEADER_TIMEOUT: &str = "APP_HEADER_TIMEOUT";
 pub const KEEPALIVE_TIMEOUT: &str = "APP_KEEPALIVE_TIMEOUT";
 pub const SEND_TIMEOUT: &str = "APP_SEND_TIMEOUT";

@@ -15,6 +15,7 @@
 mod bufring;
 mod multishot;
 mod ops;
+mod trail;
 
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
@@ -28,9 +29,10 @@ use crate::{Config, Conn, Event, Interest, ListenerId, Recv, RefuseReason, Refus
 use bufring::BufRing;
 use multishot::{MULTISHOT_BUF_SIZE, MULTISHOT_GROUP};
 use ops::{
-    conn_data, op_data, Plain, GENERATION_MASK, OP_ACCEPT, OP_POLL, OP_RECV, OP_RECV_MULTI,
-    OP_SEND, OP_WAKE,
+    conn_data, op_data, Plain, GENERATION_MASK, OP_ACCEPT, OP_HANGUP, OP_POLL, OP_RECV,
+    OP_RECV_MULTI, OP_SEND, OP_WAKE,
 };
+use trail::{Step, Trail};
 
 /// `IORING_RECVSEND_POLL_FIRST` (kernel 5.19), from include/uapi/linux/io_uring.h.
 const IORING_RECVSEND_POLL_FIRST: u16 = 1;
@@ -62,12 +64,21 @@ enum RecvState {
     Parked(Vec<u8>),
 }
 
+/// A multishot connection's watch for its peer's end ([`Uring::watch_hangup`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hangup {
+    Unarmed,
+    Armed,
+    Fired,
+}
+
 /// The connection's multishot receive. While not `Off` it holds one `in_flight` count.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Multishot {
     Off,
     Running,
-    /// Cancelled because the stash is full; its last completion turns it `Off`.
+    /// Cancelled — the stash is full, or the peer hung up while it ran — its last completion
+    /// turns it `Off`.
     Stopping,
 }
 
@@ -83,9 +94,20 @@ struct UConn {
     stash: Vec<u8>,
     /// Multishot: the end of stream or error that followed the stash.
     stash_end: Option<Recv>,
+    /// Multishot: the connection's hangup watch, `Armed` while its poll is in flight (one
+    /// `in_flight` count), `Fired` once the peer's FIN, reset or error came.
+    hangup: Hangup,
+    /// The connection's last steps, when `Config::trail` is on ([`trail`]).
+    trail: Option<Box<Trail>>,
 }
 
 impl UConn {
+    fn record(&mut self, step: Step) {
+        if let Some(trail) = &mut self.trail {
+            trail.push(step);
+        }
+    }
+
     /// The buffer parked for the next multishot completion, if one is.
     fn take_parked(&mut self) -> Option<Vec<u8>> {
         match std::mem::take(&mut self.recv) {
@@ -111,12 +133,16 @@ pub(crate) struct Uring {
     wake_buf: Box<u64>,
     pub(crate) pending: Vec<Event>,
     cqes: Vec<(u64, i32, u32)>,
+    /// Connections whose hangup watch fired this turn ([`Uring::restart_after_hangup`]).
+    hung_up: Vec<Conn>,
     /// Present when multishot receives are on (`Config::recv_multishot` and the kernel took
     /// the ring). Declared after `ring`, and unregistered in `Drop` before either goes.
     bufring: Option<BufRing>,
     /// Min-wait for batched waits, in µs; `None` when the kernel has no min-wait (< 6.12) or
     /// `Config::batch_wait` is zero — a zero min-wait would hold out for the whole batch.
     batch_wait_usec: Option<u32>,
+    /// Every connection keeps a [`Trail`] (`Config::trail`).
+    trail: bool,
     pub sys: Sys,
 }
 
@@ -173,8 +199,10 @@ impl Uring {
                         wake_buf: Box::new(0),
                         pending: Vec::new(),
                         cqes: Vec::with_capacity(256),
+                        hung_up: Vec::new(),
                         bufring: None,
                         batch_wait_usec: None,
+                        trail: config.trail,
                         sys: Sys::default(),
                     };
                     let usec = config.batch_wait.as_micros().min(u32::MAX as u128) as u32;
@@ -306,7 +334,14 @@ impl Uring {
             multishot: Multishot::Off,
             stash: Vec::new(),
             stash_end: None,
+            hangup: Hangup::Unarmed,
+            trail: self.trail.then(Box::default),
         })
+    }
+
+    /// The connection's trail, oldest step first; `None` when trails are off or it is gone.
+    pub fn trail(&self, conn: Conn) -> Option<String> {
+        Some(self.conns.get(conn)?.trail.as_ref()?.render())
     }
 
     fn open(&mut self, conn: Conn) -> Option<(&mut UConn, RawFd)> {
@@ -341,6 +376,7 @@ impl Uring {
         // points at.
         c.recv = RecvState::Submitted(buf);
         c.in_flight += 1;
+        c.record(Step::Submit { op: OP_RECV });
         // SAFETY: the receive points into the buffer of `c.recv`, which the slab entry keeps,
         // untouched, until this completion is reaped (`on_recv` takes it back then).
         unsafe { self.push(sqe) };
@@ -362,6 +398,7 @@ impl Uring {
             .build()
             .user_data(conn_data(OP_SEND, conn));
         c.in_flight += 1;
+        c.record(Step::Submit { op: OP_SEND });
         // SAFETY: the send points into `c.send`, which the slab entry keeps, untouched, until
         // this completion is reaped (`on_send` takes it back or sends the rest then).
         unsafe { self.push(sqe) };
@@ -425,8 +462,10 @@ impl Uring {
             (c.multishot != Multishot::Off, OP_RECV_MULTI),
             (c.send.is_some(), OP_SEND),
             (!c.want.is_empty(), OP_POLL),
+            (c.hangup == Hangup::Armed, OP_HANGUP),
         ];
         let idle = c.in_flight == 0;
+        c.record(Step::Close);
         for (_, op) in in_flight.into_iter().filter(|(busy, _)| *busy) {
             self.push_plain(Plain::Cancel {
                 target: conn_data(op, conn),
@@ -485,6 +524,7 @@ impl Uring {
             match ud >> 56 {
                 OP_RECV => self.on_recv(ud, res),
                 OP_RECV_MULTI => self.on_recv_multi(ud, res, flags),
+                OP_HANGUP => self.on_hangup(ud, res),
                 OP_SEND => self.on_send(ud, res),
                 OP_POLL => self.on_poll(ud, res),
                 OP_ACCEPT => self.on_accept(ud as u32, res, flags),
@@ -497,6 +537,7 @@ impl Uring {
         }
         cqes.clear();
         self.cqes = cqes;
+        self.restart_after_hangup();
         if let Some(bufring) = &self.bufring {
             bufring.publish(); // the buffers recycled this turn, before the next submit
         }
@@ -513,10 +554,15 @@ impl Uring {
 
     /// The connection a completed operation belongs to, with its in-flight count already
     /// decremented; `None` (and the slot released when idle) if it was closed meanwhile.
-    fn completed(&mut self, ud: u64) -> Option<Conn> {
+    fn completed(&mut self, ud: u64, res: i32) -> Option<Conn> {
         let conn = self.conn_of(ud)?;
         let c = self.conns.get_mut(conn)?;
         c.in_flight -= 1;
+        c.record(Step::Cqe {
+            op: ud >> 56,
+            res,
+            flags: 0,
+        });
         if c.fd.is_some() {
             return Some(conn);
         }
@@ -527,7 +573,7 @@ impl Uring {
     }
 
     fn on_recv(&mut self, ud: u64, res: i32) {
-        let Some(conn) = self.completed(ud) else {
+        let Some(conn) = self.completed(ud, res) else {
             return;
         };
         let Some(c) = self.conns.get_mut(conn) else {
@@ -551,11 +597,12 @@ impl Uring {
             }
             e => Recv::Error(Errno(-e)),
         };
+        c.record(Step::Deliver { res });
         self.pending.push(Event::Received { conn, buf, result });
     }
 
     fn on_send(&mut self, ud: u64, res: i32) {
-        let Some(conn) = self.completed(ud) else {
+        let Some(conn) = self.completed(ud, res) else {
             return;
         };
         let Some(c) = self.conns.get_mut(conn) else {
@@ -583,7 +630,7 @@ impl Uring {
     }
 
     fn on_poll(&mut self, ud: u64, res: i32) {
-        let Some(conn) = self.completed(ud) else {
+        let Some(conn) = self.completed(ud, res) else {
             return;
         };
         let Some(c) = self.conns.get_mut(conn) else {

@@ -15,6 +15,9 @@ pub(super) const OP_WAKE: u64 = 5;
 /// Cancels and closes: their completions carry nothing to act on.
 pub(super) const OP_IGNORE: u64 = 6;
 pub(super) const OP_RECV_MULTI: u64 = 7;
+/// A connection's hangup watch: a one-shot poll for the peer's FIN, reset or error
+/// (`multishot::Uring::watch_hangup`).
+pub(super) const OP_HANGUP: u64 = 8;
 
 /// Bits of a connection's slab generation carried in its operations' `user_data`.
 pub(super) const GENERATION_MASK: u32 = (1 << 24) - 1;

@@ -1,9 +1,10 @@
-//! Exempting the run's own servers from netfilter's connection tracking, and nothing else.
+//! Exempting a run's own servers from netfilter's connection tracking, and nothing else.
 //!
 //! Docker loads connection tracking for its NAT, and it then counts every loopback connection:
 //! a connection per request fills its table within seconds and the run would measure the
-//! table (driver::conntrack). The runner already drives the engine with root's reach, so
-//! where it can it adds four `NOTRACK` rules to iptables' `raw` table — loopback only, TCP,
+//! table ([`crate::conntrack`]). The runner (bench-runner) drives the engine with root's
+//! reach, and the suite's own per-request tests run where it does, so where they can they add
+//! four `NOTRACK` rules to iptables' `raw` table — loopback only, TCP,
 //! only its servers' port range, both directions (to the servers and their answers) — tagged
 //! with a comment naming this process, and removes exactly those when the run ends (Ctrl-C and
 //! SIGTERM included; a run killed outright leaves them to `bench-runner clean` or the next
@@ -129,6 +130,27 @@ pub fn install(ports: RangeInclusive<u16>) -> Result<Exemption, NotrackError> {
             .push(rule.clone());
     }
     Ok(Exemption { rules })
+}
+
+/// For a test or tool about to aim connections at loopback `ports`: `Ok(None)` where loopback
+/// is not tracked, `Ok(Some(_))` once this process's rules exempt them (the rules go when the
+/// value is dropped), else why they stay tracked. Where the first port is free, a probe on it
+/// proves the rules work; where a server already listens there, they are trusted, as the
+/// runner's are.
+pub fn untracked_or_exempt(
+    ports: RangeInclusive<u16>,
+) -> Result<Option<Exemption>, crate::conntrack::ConntrackError> {
+    let first = *ports.start();
+    let Err(tracked) = crate::conntrack::check_loopback() else {
+        return Ok(None);
+    };
+    let Ok(exemption) = install(ports) else {
+        return Err(tracked);
+    };
+    match crate::conntrack::check_loopback_on(first) {
+        Ok(()) => Ok(Some(exemption)),
+        Err(still) => Err(still), // dropping the exemption removes its rules
+    }
 }
 
 /// Removes every rule this process still has (the quit-at-once and panic paths).
