@@ -41,7 +41,8 @@ pub(crate) fn check_port_reuse(args: &RunArgs) -> Result<()> {
 /// Docker's: the slices' drop counts still mark what the table cost.
 pub(crate) fn check_conntrack(args: &RunArgs) -> Result<(), driver::conntrack::ConntrackError> {
     match driver_on_loopback(args) {
-        Some(true) => driver::conntrack::check_loopback(),
+        // On the run's own first port: an exemption of the run's ports is enough.
+        Some(true) => driver::conntrack::check_loopback_on(args.port),
         _ => Ok(()),
     }
 }

@@ -771,9 +771,9 @@ fn check_open_loop(
 
 #[test]
 fn native_run_of_both_load_models() {
-    if !loopback_untracked_or_skip("native_loads") {
+    let Some(_untracked) = loopback_untracked_or_skip("native_loads", 3995) else {
         return;
-    }
+    };
     both_load_models("native", "3995");
 }
 
@@ -783,10 +783,12 @@ fn docker_run_of_both_load_models() {
         docker_reachable(),
         "docker_loads",
         "no Docker engine answers",
-    ) || !loopback_untracked_or_skip("docker_loads")
-    {
+    ) {
         return;
     }
+    let Some(_untracked) = loopback_untracked_or_skip("docker_loads", 3997) else {
+        return;
+    };
     both_load_models("docker", "3997");
     assert_eq!(rxbench_containers(), 0, "containers left behind");
 }

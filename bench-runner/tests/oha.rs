@@ -28,9 +28,9 @@ fn oha_drives_every_load_model_and_its_report_is_read() {
         );
         return;
     }
-    if !loopback_untracked_or_skip("oha") {
+    let Some(_untracked) = loopback_untracked_or_skip("oha", 3961) else {
         return;
-    }
+    };
     let out = std::env::temp_dir().join(format!("rxbench-oha-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let result = Command::new(RUNNER)

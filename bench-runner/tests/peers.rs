@@ -91,9 +91,9 @@ fn a_quick_peers_run_measures_every_peer_and_profiles_its_syscalls() {
         let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
         return;
     }
-    if !common::loopback_untracked_or_skip("a_quick_peers_run") {
+    let Some(_untracked) = common::loopback_untracked_or_skip("a_quick_peers_run", 3930) else {
         return;
-    }
+    };
     let out_dir = std::env::temp_dir().join(format!("rxbench-peers-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
     let result = Command::new(RUNNER)

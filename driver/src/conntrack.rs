@@ -103,7 +103,8 @@ pub fn check_loopback() -> Result<(), ConntrackError> {
 }
 
 /// [`check_loopback`] with the probe's listener on `port` (0: any free port): a rule that
-/// exempts only some ports (the runner's own servers') is checked on one of them.
+/// exempts only some ports (the runner's own servers', a test's server's) is checked on one of
+/// them, even while a server listens there ([`probe`]).
 pub fn check_loopback_on(port: u16) -> Result<(), ConntrackError> {
     let Some(table) = Table::read() else {
         return Ok(());
@@ -125,8 +126,21 @@ pub fn check_loopback_on(port: u16) -> Result<(), ConntrackError> {
     Ok(())
 }
 
+/// Opens [`PROBE`] connections to a listener of its own on `port` (0: any free one): on
+/// 127.0.0.1, or where a server already holds that — the port a NOTRACK rule names, whatever
+/// the loopback address — on 127.0.0.2 (beside a server bound to 0.0.0.0 with SO_REUSEPORT,
+/// as ours are, the more specific address gets the probe's connections).
 fn probe(port: u16) -> std::io::Result<()> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))?;
+    let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, port)) {
+        Err(e) if port != 0 && e.kind() == std::io::ErrorKind::AddrInUse => {
+            let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+            s.set_reuse_port(true)?;
+            s.bind(&std::net::SocketAddr::from((Ipv4Addr::new(127, 0, 0, 2), port)).into())?;
+            s.listen(128)?;
+            TcpListener::from(s)
+        }
+        other => other?,
+    };
     let addr = listener.local_addr()?;
     for _ in 0..PROBE {
         let client = TcpStream::connect(addr)?;

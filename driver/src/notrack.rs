@@ -134,16 +134,17 @@ pub fn install(ports: RangeInclusive<u16>) -> Result<Exemption, NotrackError> {
 
 /// For a test or tool about to aim connections at loopback `ports`: `Ok(None)` where loopback
 /// is not tracked, `Ok(Some(_))` once this process's rules exempt them (the rules go when the
-/// value is dropped), else why they stay tracked. Where the first port is free, a probe on it
-/// proves the rules work; where a server already listens there, they are trusted, as the
-/// runner's are.
+/// value is dropped; rules of processes that are gone are removed first), else why they stay
+/// tracked. A probe on the first port decides, before and after (`conntrack::check_loopback_on`,
+/// which works beside a server listening there).
 pub fn untracked_or_exempt(
     ports: RangeInclusive<u16>,
 ) -> Result<Option<Exemption>, crate::conntrack::ConntrackError> {
     let first = *ports.start();
-    let Err(tracked) = crate::conntrack::check_loopback() else {
+    let Err(tracked) = crate::conntrack::check_loopback_on(first) else {
         return Ok(None);
     };
+    remove_stale();
     let Ok(exemption) = install(ports) else {
         return Err(tracked);
     };

@@ -197,10 +197,12 @@ fn io_uring_options_from_the_command_line() {
 
 #[test]
 fn disable_keepalive_says_who_closed_in_text_and_json_and_still_parses_as_wrk() {
-    if !common::loopback_untracked_or_skip("disable_keepalive_says_who_closed") {
-        return;
-    }
     let server = TestServer::start(Mode::Close);
+    let Some(_untracked) =
+        common::loopback_untracked_or_skip("disable_keepalive_says_who_closed", server.port())
+    else {
+        return;
+    };
     let url = server.url("/");
     let text = rxload(&["-t1", "-c2", "-n", "30", "--disable-keepalive", &url]);
     assert!(text.status.success(), "{text:?}");
@@ -248,9 +250,11 @@ fn rate_prints_the_open_loop_line_and_json_carries_both_latencies() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--deadline needs --rate"));
     // An open loop with a connection per request: both reports in one.
-    if !common::loopback_untracked_or_skip("rate_with_a_connection_per_request") {
+    let Some(_untracked) =
+        common::loopback_untracked_or_skip("rate_with_a_connection_per_request", server.port())
+    else {
         return;
-    }
+    };
     let fresh = rxload(&[
         "-t1",
         "-c4",

@@ -130,11 +130,20 @@ pub fn assert_run_lost_its_engine(
     dir
 }
 
-/// Whether a connection-per-request run may aim at loopback here: the runner refuses while
-/// netfilter tracks loopback (Docker loads the tracker; `.ci/run` exempts loopback). Skips
-/// visibly otherwise, as [`available_or_skip`] does.
-pub fn loopback_untracked_or_skip(test: &str) -> bool {
-    let tracked = driver::conntrack::check_loopback().err();
-    let why = tracked.map(|e| e.to_string()).unwrap_or_default();
-    available_or_skip(why.is_empty(), test, &why)
+/// Whether a connection-per-request run from `first_port` on may aim at loopback here: the
+/// runner refuses while netfilter tracks those ports (Docker loads the tracker). Where it
+/// does, the test exempts its 64 ports as the runner would (driver::notrack; the rules go when
+/// the returned value is dropped: hold it for the test), and skips visibly, as
+/// [`available_or_skip`] does, only where that cannot be done (no root, no iptables).
+pub fn loopback_untracked_or_skip(
+    test: &str,
+    first_port: u16,
+) -> Option<Option<driver::notrack::Exemption>> {
+    match driver::notrack::untracked_or_exempt(first_port..=first_port.saturating_add(63)) {
+        Ok(exemption) => Some(exemption),
+        Err(tracked) => {
+            available_or_skip(false, test, &tracked.to_string());
+            None
+        }
+    }
 }

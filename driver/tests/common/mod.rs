@@ -62,6 +62,10 @@ impl TestServer {
         std::thread::sleep(d);
     }
 
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
@@ -141,14 +145,21 @@ fn serve(stream: TcpStream, mode: Mode, counts: Arc<Mutex<Counts>>, gate: Arc<Rw
     }
 }
 
-/// Whether rxload's connection-per-request mode may run against loopback here: it refuses
-/// while netfilter tracks loopback (Docker loads the tracker; `.ci/run` exempts loopback).
-/// Where it does, the test says SKIPPED on the real stderr — unless RXBENCH_REQUIRE_DOCKER
-/// (set by `.ci/run`) says this machine must run everything, when it fails.
+/// Whether rxload's connection-per-request mode may run against loopback `port` here: it
+/// refuses while netfilter tracks that port (Docker loads the tracker). Where it does, the
+/// port is exempted for the test as the runner exempts its own (driver::notrack; the rules go
+/// when the returned value is dropped: hold it for the test). Where that cannot be done (no
+/// root, no iptables), the test says SKIPPED on the real stderr — unless
+/// RXBENCH_REQUIRE_DOCKER (set by `.ci/run`) says this machine must run everything, when it
+/// fails.
 #[allow(dead_code)] // each test binary uses part of this
-pub fn loopback_untracked_or_skip(test: &str) -> bool {
-    let Err(tracked) = driver::conntrack::check_loopback() else {
-        return true;
+pub fn loopback_untracked_or_skip(
+    test: &str,
+    port: u16,
+) -> Option<Option<driver::notrack::Exemption>> {
+    let tracked = match driver::notrack::untracked_or_exempt(port..=port) {
+        Ok(exemption) => return Some(exemption),
+        Err(tracked) => tracked,
     };
     assert!(
         std::env::var_os("RXBENCH_REQUIRE_DOCKER").is_none(),
@@ -156,5 +167,5 @@ pub fn loopback_untracked_or_skip(test: &str) -> bool {
     );
     let line = format!("SKIPPED {test}: {tracked}\n");
     let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-    false
+    None
 }
