@@ -337,5 +337,6 @@ fn worker_counters(index: usize, stats: &Stats) -> wire::WorkerCounters {
             .collect(),
         syscalls_total: stats.syscalls.total(),
         epoll_ctl_refused: stats.syscalls.epoll_ctl_refused,
+        turns: stats.turns,
     }
 }

@@ -40,6 +40,7 @@ pub struct Stats {
     pub requests: u64,
     pub connections: u64,
     pub syscalls: SyscallCounts,
+    pub turns: wire::TurnCounters,
 }
 
 #[derive(PartialEq, Eq)]
@@ -143,6 +144,7 @@ impl Worker {
                 requests: 0,
                 connections: 0,
                 syscalls: SyscallCounts::default(),
+                turns: wire::TurnCounters::default(),
             },
         }
     }
@@ -212,6 +214,7 @@ impl Worker {
     fn stats_now(&self) -> Stats {
         Stats {
             syscalls: self.reactor.counts(),
+            turns: self.reactor.turns(),
             ..self.stats
         }
     }

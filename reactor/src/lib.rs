@@ -160,6 +160,14 @@ impl Reactor {
         }
     }
 
+    /// What the loop's turns did so far ([`wire::TurnCounters`]).
+    pub fn turns(&self) -> wire::TurnCounters {
+        match &self.backend {
+            Backend::Epoll(b) => b.sys.turns,
+            Backend::Uring(b) => b.sys.turns,
+        }
+    }
+
     /// Accepts connections from a listening socket (made non-blocking here); each arrives as
     /// [`Event::Accepted`].
     pub fn listen(&mut self, listener: OwnedFd) -> Result<ListenerId, Errno> {

@@ -191,6 +191,8 @@ fn check_size(rc: isize) -> Result<usize, Errno> {
 #[derive(Default)]
 pub(crate) struct Sys {
     pub counts: SyscallCounts,
+    /// The waiting calls' share of [`wire::TurnCounters`] (the backends add what they reap).
+    pub turns: wire::TurnCounters,
 }
 
 impl Sys {
@@ -202,6 +204,7 @@ impl Sys {
     ) -> Result<(), Errno> {
         self.counts.bump(Syscall::EpollWait);
         events.clear();
+        let started = std::time::Instant::now();
         // SAFETY: the kernel writes at most `capacity` events into the vector's buffer; we
         // then expose exactly the number it reports.
         let n = check(unsafe {
@@ -211,7 +214,12 @@ impl Sys {
                 events.capacity() as i32,
                 timeout_ms,
             )
-        })?;
+        });
+        self.turns.waits += 1;
+        self.turns.wait_ns += started.elapsed().as_nanos() as u64;
+        let n = n?;
+        self.turns.reaped += n as u64;
+        // SAFETY: the kernel wrote exactly `n` events into the buffer.
         unsafe { events.set_len(n as usize) };
         Ok(())
     }
@@ -332,7 +340,9 @@ impl Sys {
     /// Submits what is queued without waiting (the submission queue is full).
     pub fn io_uring_submit(&mut self, submitter: &Submitter<'_>) -> Result<usize, Errno> {
         self.counts.bump(Syscall::IoUringEnter);
-        submitter.submit().map_err(Errno::from)
+        let submitted = submitter.submit().map_err(Errno::from)?;
+        self.turns.submitted += submitted as u64;
+        Ok(submitted)
     }
 
     /// Submits what is queued and waits for `want` completions: at most `timeout` (`None`:
@@ -346,6 +356,7 @@ impl Sys {
         min_wait_usec: u32,
     ) -> Result<usize, Errno> {
         self.counts.bump(Syscall::IoUringEnter);
+        let started = std::time::Instant::now();
         let result = match (timeout, min_wait_usec) {
             (None, 0) => submitter.submit_and_wait(want),
             (None, usec) => {
@@ -356,6 +367,10 @@ impl Sys {
                 &types::SubmitArgs::new().timespec(ts).min_wait_usec(usec),
             ),
         };
+        self.turns.waits += 1;
+        self.turns.wait_ns += started.elapsed().as_nanos() as u64;
+        // What it submitted: the queue is handed over even when the wait itself ends early.
+        self.turns.submitted += result.as_ref().map_or(0, |&n| n as u64);
         result.map_err(Errno::from)
     }
 

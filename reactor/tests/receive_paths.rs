@@ -117,6 +117,42 @@ fn multishot_survives_running_out_of_provided_buffers() {
     let got = read_exactly(&mut r, conn, payload.len(), 64 * 1024);
     drop(writer.join().unwrap());
     assert!(got == payload, "bytes lost or reordered");
+    // The turn counters saw it: the ring ran dry, and every wait's completions were counted.
+    let turns = r.turns();
+    assert!(turns.buffers_empty > 0, "{turns:?}");
+    assert!(turns.waits > 0 && turns.submitted > 0, "{turns:?}");
+    assert!(turns.reaped >= turns.buffers_empty, "{turns:?}");
+}
+
+#[test]
+fn turn_counters_count_waits_events_and_time_on_every_path() {
+    for (name, config) in all_configs() {
+        let mut r = Reactor::new(&config).unwrap();
+        let before = r.turns();
+        let (conn, mut client) = pair(&mut r);
+        r.arm_recv(conn, Vec::with_capacity(64)).unwrap();
+        // One wait that times out, then one that brings the bytes.
+        assert!(
+            poll_for(&mut r, Duration::from_millis(20)).is_empty(),
+            "{name}"
+        );
+        write_all(&mut client, b"ping");
+        next_recv(&mut r, conn);
+        let turns = r.turns();
+        assert!(turns.waits >= before.waits + 2, "{name}: {turns:?}");
+        assert!(turns.reaped > before.reaped, "{name}: {turns:?}");
+        // The timed-out waits alone slept about 20 ms.
+        assert!(
+            turns.wait_ns - before.wait_ns >= 15_000_000,
+            "{name}: {turns:?}"
+        );
+        assert_eq!(
+            turns.submitted > 0,
+            name.starts_with("io_uring"),
+            "{name}: {turns:?}"
+        );
+        assert_eq!(turns.buffers_empty, 0, "{name}: {turns:?}");
+    }
 }
 
 #[test]

@@ -33,6 +33,29 @@ pub struct WorkerCounters {
     pub syscalls_total: u64,
     /// `epoll_ctl` calls refused with EEXIST or ENOENT (the legacy re-arm's first try).
     pub epoll_ctl_refused: u64,
+    /// What the loop's turns did (absent from lines of servers before issue #49: zeros).
+    #[serde(default)]
+    pub turns: TurnCounters,
+}
+
+/// One event loop's turns: how often it entered the kernel to wait, what each turn brought
+/// back and handed in, how long it spent inside the waiting call, and how often the multishot
+/// receives found the provided-buffer ring empty — the counters that say why a loop leaves its
+/// CPU unused while work is queued (issue #49). Diffed over a window like the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnCounters {
+    /// Waiting calls: `io_uring_enter` with GETEVENTS, or `epoll_wait`.
+    pub waits: u64,
+    /// Completions reaped (io_uring) or readiness events returned (epoll).
+    pub reaped: u64,
+    /// SQEs handed to the kernel (io_uring; 0 on epoll).
+    pub submitted: u64,
+    /// Wall time inside the waiting calls, ns. On io_uring with deferred task work that
+    /// includes the receives and sends the kernel runs there; the thread's CPU time over the
+    /// same window tells the idle part.
+    pub wait_ns: u64,
+    /// Multishot receive completions that found the buffer ring empty (ENOBUFS).
+    pub buffers_empty: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,6 +116,11 @@ mod tests {
                 .into(),
                 syscalls_total: 21,
                 epoll_ctl_refused: 10,
+                turns: TurnCounters {
+                    waits: 5,
+                    reaped: 12,
+                    ..TurnCounters::default()
+                },
             }],
         }
     }
@@ -125,6 +153,14 @@ mod tests {
             .unwrap()
             .is_snapshot(4));
         assert_eq!(CountersLine::parse("server listening on …"), None);
+        // A line from a server before the turn counters still parses, with zeros.
+        let old = snap.to_string().replace(
+            r#","turns":{"waits":5,"reaped":12,"submitted":0,"wait_ns":0,"buffers_empty":0}"#,
+            "",
+        );
+        assert_ne!(old, snap.to_string());
+        let back = CountersLine::parse(&old).unwrap();
+        assert_eq!(back.workers[0].turns, TurnCounters::default());
         assert_eq!(CountersLine::parse(r#"{"event":"other"}"#), None);
     }
 }

@@ -10,6 +10,6 @@ pub mod counters;
 pub mod knobs;
 pub mod startup;
 
-pub use counters::{CountersLine, Event, WorkerCounters};
+pub use counters::{CountersLine, Event, TurnCounters, WorkerCounters};
 pub use knobs::{BackendChoice, BadChoice, EpollMode};
 pub use startup::{Backend, IoUringState, StartupLine};

@@ -520,6 +520,7 @@ impl Uring {
                 .completion()
                 .map(|c| (c.user_data(), c.result(), c.flags())),
         );
+        self.sys.turns.reaped += cqes.len() as u64;
         for &(ud, res, flags) in &cqes {
             match ud >> 56 {
                 OP_RECV => self.on_recv(ud, res),

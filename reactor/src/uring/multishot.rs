@@ -156,6 +156,9 @@ impl Uring {
             res,
             flags,
         });
+        if res == -libc::ENOBUFS {
+            self.sys.turns.buffers_empty += 1;
+        }
         let more = cqueue::more(flags);
         if !more {
             c.multishot = Multishot::Off;
