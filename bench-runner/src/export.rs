@@ -72,7 +72,7 @@ panic = "abort"
 pub enum ExportError {
     #[error("--github {0}: expected OWNER/REPO")]
     Github(String),
-    #[error("--website {0}: expected an http(s) URL")]
+    #[error("--website {0}: expected the project's host as their config holds it (hyper.rs), with or without http(s):// and a path")]
     Website(String),
     #[error(transparent)]
     Io(#[from] FileError),
@@ -88,8 +88,41 @@ pub struct Links {
     pub website: Option<String>,
 }
 
+/// Their config holds a bare host (`website: hyper.rs`) and their results page prints
+/// `"#{scheme}://#{website}"`: a URL given here keeps its host and path, not its scheme or a
+/// trailing slash (or the page would link `https://https://…`). `None` if there is no host.
+fn bare_website(w: &str) -> Option<String> {
+    let rest = w
+        .strip_prefix("https://")
+        .or_else(|| w.strip_prefix("http://"))
+        .unwrap_or(w)
+        .trim_end_matches('/');
+    let host = rest.split('/').next()?;
+    let label =
+        |l: &str| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let ok = host.contains('.')
+        && host.split('.').all(label)
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !b"\"'\\".contains(&b));
+    ok.then(|| rest.to_string())
+}
+
 impl Links {
-    fn check(&self) -> Result<()> {
+    /// The links as their config takes them: checked, the website as a bare host.
+    fn normalized(&self) -> Result<Links> {
+        self.check_github()?;
+        let website = match &self.website {
+            None => None,
+            Some(w) => Some(bare_website(w).ok_or_else(|| ExportError::Website(w.clone()))?),
+        };
+        Ok(Links {
+            github: self.github.clone(),
+            website,
+        })
+    }
+
+    fn check_github(&self) -> Result<()> {
         if let Some(g) = &self.github {
             let ok = g.split('/').count() == 2
                 && g.split('/').all(|p| {
@@ -99,11 +132,6 @@ impl Links {
                 });
             if !ok {
                 return Err(ExportError::Github(g.clone()));
-            }
-        }
-        if let Some(w) = &self.website {
-            if !(w.starts_with("https://") || w.starts_with("http://")) {
-                return Err(ExportError::Website(w.clone()));
             }
         }
         Ok(())
@@ -263,7 +291,7 @@ fn copy_rs(root: &Path, from: &str, to: &Path, docs_base: &str) -> Result<usize>
 }
 
 pub fn export(root: &Path, out: &Path, links: &Links) -> Result<()> {
-    links.check()?;
+    let links = &links.normalized()?;
     if links.github.is_none() && links.website.is_none() {
         eprintln!("bench-runner: warning: neither --github nor --website given; every Rust entry in the-benchmarker has one (their results page links it), so a maintainer would send this entry back");
     }
@@ -302,6 +330,31 @@ pub fn export(root: &Path, out: &Path, links: &Links) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_website_is_written_as_the_bare_host_their_page_puts_a_scheme_before() {
+        for (given, written) in [
+            ("hyper.rs", "hyper.rs"),
+            ("https://hyper.rs/", "hyper.rs"),
+            ("http://example.org/docs/server", "example.org/docs/server"),
+        ] {
+            assert_eq!(bare_website(given).as_deref(), Some(written), "{given}");
+        }
+        for bad in [
+            "localhost",
+            "https://",
+            "not a host.rs",
+            "a..rs",
+            "x.rs/\"quoted\"",
+        ] {
+            assert_eq!(bare_website(bad), None, "{bad}");
+        }
+        let links = Links {
+            github: None,
+            website: Some("https://hyper.rs".into()),
+        };
+        assert!(config(&links.normalized().unwrap()).contains("  website: hyper.rs\n"));
+    }
 
     #[test]
     fn test_only_declarations_go_and_everything_else_stays() {

@@ -87,7 +87,7 @@ fn without_a_project_link_the_export_warns_and_bad_links_are_refused() {
         err.contains("warning: neither --github nor --website"),
         "{err}"
     );
-    for bad in [["--github", "just-a-name"], ["--website", "example.com"]] {
+    for bad in [["--github", "just-a-name"], ["--website", "not a host"]] {
         let out = Command::new(RUNNER)
             .arg("export-benchmarker")
             .arg(&base)

@@ -68,6 +68,16 @@ impl<T> Slab<T> {
         })
     }
 
+    /// The live handles, in slot order.
+    pub fn handles(&self) -> impl Iterator<Item = Conn> + '_ {
+        self.entries.iter().enumerate().filter_map(|(slot, e)| {
+            e.value.as_ref().map(|_| Conn {
+                slot: slot as u32,
+                generation: e.generation,
+            })
+        })
+    }
+
     pub fn remove(&mut self, conn: Conn) -> Option<T> {
         let e = self.entries.get_mut(conn.slot as usize)?;
         if e.generation != conn.generation {

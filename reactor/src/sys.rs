@@ -193,6 +193,8 @@ pub(crate) struct Sys {
     pub counts: SyscallCounts,
     /// The waiting calls' share of [`wire::TurnCounters`] (the backends add what they reap).
     pub turns: wire::TurnCounters,
+    /// When the last waiting call returned: a clock reading the backends reuse.
+    pub returned_at: Option<std::time::Instant>,
 }
 
 impl Sys {
@@ -367,8 +369,10 @@ impl Sys {
                 &types::SubmitArgs::new().timespec(ts).min_wait_usec(usec),
             ),
         };
+        let returned_at = std::time::Instant::now();
         self.turns.waits += 1;
-        self.turns.wait_ns += started.elapsed().as_nanos() as u64;
+        self.turns.wait_ns += returned_at.duration_since(started).as_nanos() as u64;
+        self.returned_at = Some(returned_at);
         // What it submitted: the queue is handed over even when the wait itself ends early.
         self.turns.submitted += result.as_ref().map_or(0, |&n| n as u64);
         result.map_err(Errno::from)

@@ -65,7 +65,8 @@ pub enum Cmd {
         /// The project's repository (OWNER/REPO), linked from their results page
         #[arg(long)]
         github: Option<String>,
-        /// The project's website (http(s) URL), if it has one
+        /// The project's website, if it has one: a host as their config holds it (hyper.rs); a
+        /// URL is written without its scheme
         #[arg(long)]
         website: Option<String>,
     },

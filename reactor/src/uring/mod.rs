@@ -135,6 +135,9 @@ pub(crate) struct Uring {
     cqes: Vec<(u64, i32, u32)>,
     /// Connections whose hangup watch fired this turn ([`Uring::restart_after_hangup`]).
     hung_up: Vec<Conn>,
+    /// When connections whose receive runs next get their hangup watch
+    /// ([`Uring::watch_running`]); `None` until the first wait.
+    next_watch: Option<std::time::Instant>,
     /// Present when multishot receives are on (`Config::recv_multishot` and the kernel took
     /// the ring). Declared after `ring`, and unregistered in `Drop` before either goes.
     bufring: Option<BufRing>,
@@ -200,6 +203,7 @@ impl Uring {
                         pending: Vec::new(),
                         cqes: Vec::with_capacity(256),
                         hung_up: Vec::new(),
+                        next_watch: None,
                         bufring: None,
                         batch_wait_usec: None,
                         trail: config.trail,
@@ -509,6 +513,9 @@ impl Uring {
             Err(e) => return Err(e),
         }
         self.reap();
+        if self.bufring.is_some() {
+            self.watch_running();
+        }
         out.append(&mut self.pending);
         Ok(())
     }

@@ -15,11 +15,19 @@
 //!   queued: nothing, after a reset) and wait for the next wake-up, which a reset peer never
 //!   sends — seen as a connection that received `GET /user/1 HTTP/1.1\r\nHo`, then nothing,
 //!   until the header timer (issue #49; liburing #1549 is the same race with AF_UNIX EOFs). So
-//!   every multishot connection also has a hangup watch: a one-shot poll for POLLRDHUP,
-//!   POLLHUP and POLLERR, which data never completes (one SQE a connection, none a request).
+//!   a connection whose receive runs also gets a hangup watch: a one-shot poll for POLLRDHUP,
+//!   POLLHUP and POLLERR, which data never completes. Not at once — armed with the first
+//!   receive, or at the first re-arm, it cost a connection-per-request load measurable CPU
+//!   a request (results/hangup-20261207) — but at the first turn after a once-a-second mark
+//!   ([`WATCH_EVERY`]) that finds the receive running without one: a connection that lives
+//!   under a second never pays, a longer one pays one SQE in its life, and a lost end is
+//!   found within a second, never by the header or keep-alive timer. A poll armed on a
+//!   socket already reset completes at once.
 //!   When it fires and the receive is still running after that turn's completions, the
 //!   receive is cancelled; its last completion starts a fresh one, whose first attempt reads
 //!   the socket itself and so finds the end.
+
+use std::os::fd::AsRawFd;
 
 use io_uring::cqueue;
 
@@ -35,6 +43,8 @@ pub(super) const MULTISHOT_BUF_SIZE: usize = 4096;
 /// receives; the next arm that finds the stash empty starts a new one.
 pub(super) const STASH_LIMIT: usize = 64 * 1024;
 pub(super) const MULTISHOT_GROUP: u16 = 0;
+/// How often connections whose receive runs are given their hangup watch.
+pub(super) const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Uring {
     /// Multishot arm: delivers the stash at once if there is one, else parks the buffer for the
@@ -72,16 +82,42 @@ impl Uring {
             c.multishot = Multishot::Running;
             c.in_flight += 1;
             c.record(Step::Submit { op: OP_RECV_MULTI });
-            let watch = c.hangup == Hangup::Unarmed;
             self.push_plain(Plain::RecvMulti {
                 fd,
                 user_data: conn_data(OP_RECV_MULTI, conn),
             });
-            if watch {
-                self.watch_hangup(conn, fd);
-            }
         }
         Ok(())
+    }
+
+    /// Once every [`WATCH_EVERY`] (at the end of a turn, on the clock the wait just read): a
+    /// hangup watch for every connection whose receive runs and has none yet — the module's
+    /// rules say why, and why not at once.
+    pub(super) fn watch_running(&mut self) {
+        let Some(now) = self.sys.returned_at else {
+            return;
+        };
+        match self.next_watch {
+            Some(due) if now < due => return,
+            None => {
+                self.next_watch = Some(now + WATCH_EVERY);
+                return;
+            }
+            Some(_) => self.next_watch = Some(now + WATCH_EVERY),
+        }
+        let due: Vec<(Conn, std::os::fd::RawFd)> = self
+            .conns
+            .handles()
+            .filter_map(|conn| {
+                let c = self.conns.get(conn)?;
+                let fd = c.fd.as_ref()?.as_raw_fd();
+                (c.multishot == Multishot::Running && c.hangup == Hangup::Unarmed)
+                    .then_some((conn, fd))
+            })
+            .collect();
+        for (conn, fd) in due {
+            self.watch_hangup(conn, fd);
+        }
     }
 
     /// Arms the connection's hangup watch (once in its life): see the module's rules.
@@ -281,8 +317,8 @@ mod tests {
     /// a multishot receive that runs on and never completes again while the peer is gone. Made
     /// deterministic here by pointing the running receive at a socket that stays quiet — the
     /// descriptor number is moved to the reset connection after the receive was submitted — so
-    /// only the hangup watch, armed afterwards on that number, sees the reset. The connection
-    /// must still end, with the reset, within one turn after the watch fires.
+    /// only the hangup watch, armed on that number by the once-a-second scan, sees the reset.
+    /// The connection must still end, with the reset, within about a [`WATCH_EVERY`].
     #[test]
     fn a_running_receive_that_never_reports_the_reset_is_restarted_by_the_hangup_watch() {
         let wake = crate::sys::eventfd().unwrap();
@@ -295,23 +331,21 @@ mod tests {
         let (gone, gone_peer) = tcp_pair();
         let conn = uring.register(OwnedFd::from(quiet));
         let fd = uring.fd(conn).unwrap();
-        // The receive first, alone: the watch is held back (as if already armed) ...
-        uring.conns.get_mut(conn).unwrap().hangup = Hangup::Armed;
+        // The receive first: no watch yet (the scan has not come round) ...
         uring.arm_recv(conn, Vec::with_capacity(64)).unwrap();
         let mut events = Vec::new();
         uring.poll(&mut events, Some(Duration::ZERO), 1).unwrap();
         assert!(events.is_empty());
-        // ... then the number moves to a connection whose peer sends bytes and resets, and the
-        // watch is armed on it. The running receive keeps the quiet socket.
+        // ... then the number moves to a connection whose peer sends bytes and resets; the
+        // running receive keeps the quiet socket, and the scan will arm the watch on the number.
         // SAFETY: both are descriptors this test owns; dup2 closes the quiet socket's number
         // (the ring keeps its own reference) and makes it a second name of `gone`.
         assert_eq!(unsafe { libc::dup2(gone.as_raw_fd(), fd) }, fd);
-        uring.conns.get_mut(conn).unwrap().hangup = Hangup::Unarmed;
-        uring.watch_hangup(conn, fd);
         let mut peer = gone_peer;
         peer.write_all(b"GET /user/1 HTTP/1.1\r\nHo").unwrap();
         reset(peer);
-        let deadline = Instant::now() + Duration::from_secs(2);
+        let started = Instant::now();
+        let deadline = started + WATCH_EVERY * 3;
         let mut got = Vec::new();
         while Instant::now() < deadline {
             uring
@@ -335,6 +369,11 @@ mod tests {
                             uring.trail(conn).unwrap_or_default()
                         );
                         assert_eq!(got, b"GET /user/1 HTTP/1.1\r\nHo");
+                        let took = started.elapsed();
+                        assert!(
+                            took < WATCH_EVERY * 2 + Duration::from_millis(200),
+                            "{took:?}"
+                        );
                         uring.close(conn);
                         drop(uring);
                         drop(gone);
