@@ -42,7 +42,8 @@ fn untracked(port: u16) -> Option<driver::notrack::Exemption> {
     })
 }
 
-/// Ends a served client with a reset rather than a FIN: no TIME_WAIT is left on either side.
+/// Ends a client with a reset rather than a FIN (SO_LINGER 0): no TIME_WAIT is left on either
+/// side.
 fn close_with_reset(s: TcpStream) {
     Socket::from(s).set_linger(Some(Duration::ZERO)).unwrap();
 }
@@ -228,10 +229,7 @@ fn resetting_clients_are_dropped(backend: &'static [(&'static str, &'static str)
     let idle = open_fds(pid);
     let before = server.snapshot();
     for i in 0..3 * EACH {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let s = Socket::from(s);
-        s.set_linger(Some(Duration::ZERO)).unwrap();
-        let mut s = TcpStream::from(s);
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         match i % 3 {
             0 => {}
             1 => s.write_all(b"GET /user/1 HTTP/1.1\r\nHo").unwrap(),
@@ -239,7 +237,7 @@ fn resetting_clients_are_dropped(backend: &'static [(&'static str, &'static str)
                 .write_all(b"GET /user/2 HTTP/1.1\r\nHost: t\r\n\r\n")
                 .unwrap(),
         }
-        drop(s); // RST
+        close_with_reset(s);
     }
     // Still serving, and every reset connection's descriptor given back.
     let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();

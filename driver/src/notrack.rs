@@ -140,18 +140,33 @@ pub fn install(ports: RangeInclusive<u16>) -> Result<Exemption, NotrackError> {
 pub fn untracked_or_exempt(
     ports: RangeInclusive<u16>,
 ) -> Result<Option<Exemption>, crate::conntrack::ConntrackError> {
-    let first = *ports.start();
-    let Err(tracked) = crate::conntrack::check_loopback_on(first) else {
+    let Err(tracked) = crate::conntrack::check_loopback_on(*ports.start()) else {
         return Ok(None);
     };
     remove_stale();
-    let Ok(exemption) = install(ports) else {
-        return Err(tracked);
-    };
-    match crate::conntrack::check_loopback_on(first) {
-        Ok(()) => Ok(Some(exemption)),
-        Err(still) => Err(still), // dropping the exemption removes its rules
+    match install_checked(ports) {
+        Ok(exemption) => Ok(Some(exemption)),
+        Err(ExemptError::StillTracked(still)) => Err(still),
+        Err(ExemptError::Rules(_)) => Err(tracked),
     }
+}
+
+/// Why [`install_checked`] made no exemption.
+#[derive(Debug, thiserror::Error)]
+pub enum ExemptError {
+    #[error(transparent)]
+    Rules(#[from] NotrackError),
+    #[error("loopback is still tracked with the rules in place: {0}")]
+    StillTracked(crate::conntrack::ConntrackError),
+}
+
+/// [`install`], then the probe on the first port: the exemption only if loopback is no longer
+/// tracked there (otherwise its rules are removed again as it is dropped).
+pub fn install_checked(ports: RangeInclusive<u16>) -> Result<Exemption, ExemptError> {
+    let first = *ports.start();
+    let exemption = install(ports)?;
+    crate::conntrack::check_loopback_on(first).map_err(ExemptError::StillTracked)?;
+    Ok(exemption)
 }
 
 /// Removes every rule this process still has (the quit-at-once and panic paths).

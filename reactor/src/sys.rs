@@ -193,7 +193,8 @@ pub(crate) struct Sys {
     pub counts: SyscallCounts,
     /// The waiting calls' share of [`wire::TurnCounters`] (the backends add what they reap).
     pub turns: wire::TurnCounters,
-    /// When the last waiting call returned: a clock reading the backends reuse.
+    /// When the last `io_uring_enter` that waited returned: a clock reading the io_uring
+    /// backend reuses for its once-a-second work (no clock read of its own per turn).
     pub returned_at: Option<std::time::Instant>,
 }
 
