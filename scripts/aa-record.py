@@ -10,7 +10,10 @@ Usage: scripts/aa-record.py RUN_DIR... (each with a summary.json)
 
 Prints one line per run (method, machine, cells, apart, median and widest half-width, by load
 class), then the total over the runs given, with the binomial probability of at least that many
-apart were each cell's chance 5 %.
+apart were each cell's chance 5 %. The cells of one pair share each round's launch, so they are
+not independent: where a summary has its calibration (the A/A pairs over all their cells, the
+rounds as the unit, and the replicate contrasts), those are counted too, and the pairs are the
+unit whose binomial is honest (scripts/pair-offset.py recomputes them from raw.json).
 """
 import json
 import math
@@ -39,6 +42,7 @@ def binom_tail(k, n, p=0.05):
 
 def main(dirs):
     total, apart_total = 0, 0
+    by_unit = {"pairs": [0, 0], "replicates": [0, 0]}
     for d in dirs:
         s = json.load(open(os.path.join(d, "summary.json")))
         st_ = s["settings"]
@@ -61,9 +65,19 @@ def main(dirs):
         print(f"  identical pair-cells {len(cells)}, apart {len(apart)}")
         total += len(cells)
         apart_total += len(apart)
+        cal = s.get("calibration")
+        if cal:
+            pt, rt = cal["pair_tally"], cal["replicates"]
+            print(f"  A/A pairs (rounds as the unit) {pt['made']}, apart {pt['apart']}; replicate contrasts {rt['made']}, apart {rt['apart']}")
+            for k, t in [("pairs", pt), ("replicates", rt)]:
+                by_unit[k][0] += t["made"]
+                by_unit[k][1] += t["apart"]
     if total:
-        print(f"all: {apart_total} of {total} apart ({apart_total / total * 100:.1f} %); "
-              f"P(>= {apart_total} | 5 %) = {binom_tail(apart_total, total):.3f}")
+        print(f"all cells: {apart_total} of {total} apart ({apart_total / total * 100:.1f} %); "
+              f"P(>= {apart_total} | 5 %) = {binom_tail(apart_total, total):.3f} (cells of a pair are not independent)")
+    for k, (made, apart) in by_unit.items():
+        if made:
+            print(f"all {k}: {apart} of {made} apart; P(>= {apart} | 5 %) = {binom_tail(apart, made):.3f}")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,8 @@ pub type TwoServers<'a, H> = (&'a mut Server<H>, &'a mut Server<H>);
 pub struct Pool<'e, E: Engine> {
     pub engine: &'e E,
     pub specs: Vec<ServerSpec>,
+    /// The ports the specs were made with (each launch permutes them among the servers).
+    ports: Vec<u16>,
     servers: Vec<Option<Server<E::Handle>>>,
     target_host: String,
     /// Which launch of the servers is running (`--relaunch round`: one a round, from 0).
@@ -139,6 +141,7 @@ impl<'e, E: Engine> Pool<'e, E> {
             engine,
             servers: specs.iter().map(|_| None).collect(),
             launch_starts: vec![0; specs.len()],
+            ports: specs.iter().map(|s| s.port).collect(),
             specs,
             launch: 0,
             target_host: target_host.to_string(),
@@ -149,10 +152,18 @@ impl<'e, E: Engine> Pool<'e, E> {
         self.launch
     }
 
-    /// Every server stopped and launched again, in `order`: a fresh process with its own
-    /// luck (memory placement, caches) for the next round.
-    pub async fn relaunch(&mut self, order: &[usize], raw: &mut Raw) {
+    /// The run's ports, by server, as the specs were made.
+    pub fn ports(&self) -> &[u16] {
+        &self.ports
+    }
+
+    /// Every server stopped and launched again, in `order`, server `i` on `ports[i]`: a fresh
+    /// process with its own luck (memory placement, caches, its port) for the next round.
+    pub async fn relaunch(&mut self, order: &[usize], ports: &[u16], raw: &mut Raw) {
         self.stop_all(raw).await;
+        for (spec, &port) in self.specs.iter_mut().zip(ports) {
+            spec.port = port;
+        }
         self.launch += 1;
         self.launch_starts.iter_mut().for_each(|n| *n = 0);
         for &i in order {

@@ -17,7 +17,9 @@ pub struct ServerRecord {
     /// Which of its configuration's instances (from 0; runs before instances had one).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub instance: u32,
-    /// The port it listens on (host network: its own; a network of the run's: 3000 for all).
+    /// The port it listens on at the first launch (host network: its own, drawn afresh among
+    /// the run's at every later launch — a slice's own is in its report's URL; a network of
+    /// the run's: 3000 for all).
     pub port: u16,
     pub startup: Option<Startup>,
     /// Starts, the first included (a server that dies is restarted once).

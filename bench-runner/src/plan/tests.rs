@@ -331,6 +331,19 @@ fn relaunching_puts_a_launch_before_every_pass_but_the_first_in_the_eta_and_shuf
     first.sort();
     assert_eq!(first, (0..6).collect::<Vec<_>>());
     assert_eq!(every.start_order(), every.launch_order(0));
+    // Ports: the run's own set, permuted afresh every launch after the first, so that no
+    // configuration keeps one port for the run (issue #47).
+    let ports: Vec<u16> = (3000..3006).collect();
+    assert_eq!(every.launch_ports(0, &ports), ports);
+    let drawn: std::collections::BTreeSet<Vec<u16>> =
+        (1..9).map(|l| every.launch_ports(l, &ports)).collect();
+    assert!(drawn.len() > 4, "port draws repeat: {drawn:?}");
+    for l in 1..9 {
+        let mut p = every.launch_ports(l, &ports);
+        p.sort();
+        assert_eq!(p, ports);
+    }
+    assert_eq!(every.launch_ports(5, &ports), every.launch_ports(5, &ports));
 }
 
 #[test]

@@ -63,7 +63,6 @@ pub(super) fn resolution_text(s: &Summary, st: &Settings, limit: f64) -> String 
     if st.intervals_cover_processes() {
         // The interval carries the processes' difference: no second bound.
         t += &format!("The A/A pair came out apart in {apart} of {} cells on CPU per request (a 95 % interval does so about one time in twenty).", cpu.len());
-        t += &run_level_text(s);
         t += "\n\n";
     } else if apart > 0 {
         let bound = cpu.iter().map(|r| r.aa_bound).fold(0.0, f64::max);
@@ -101,17 +100,40 @@ pub(super) fn resolution_text(s: &Summary, st: &Settings, limit: f64) -> String 
     t
 }
 
-/// What the control shows fixed for the whole run, on CPU per request, and how the intervals
-/// carry it ([`crate::stats::run_level`]).
-fn run_level_text(s: &Summary) -> String {
-    let Some(level) = s.run_level.get(Metric::CpuPerRequest.key()) else {
+/// The run's own check of its intervals ([`crate::stats::calibration`]): each A/A pair over
+/// all its cells, with the rounds as the unit, and the replicate contrasts (said once, for the
+/// whole run, after how to read the intervals).
+pub(super) fn calibration_text(s: &Summary) -> String {
+    let Some(c) = &s.calibration else {
         return String::new();
     };
-    if level.variance > 0.0 {
-        format!(" Two identical servers also differ by an offset that holds for the whole run, which rounds do not average away: {} (one SD, CPU per request, from the control's {} cells); every interval over rounds carries it, and each control cell is judged by the other cells' offset.", pct(level.spread()), level.cells)
-    } else {
-        format!(" The control's {} cells show no offset fixed for the run beyond their rounds' spread: the intervals are the rounds' own (each control cell is judged by the other cells' spread, which leaving it out can make a little above 0).", level.cells)
+    let mut t = String::new();
+    if c.pair_tally.made > 0 {
+        let pairs: Vec<String> = c
+            .pairs
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} {}",
+                    p.profile.name(),
+                    crate::stats::ratio_text(&p.interval())
+                )
+            })
+            .collect();
+        t += &format!(
+            " The A/A control counted by pair — each profile's pair with its cells averaged round by round, since they share each round's launch and the rounds are the replicates — is apart in {} of {} ({}).",
+            c.pair_tally.apart,
+            c.pair_tally.made,
+            pairs.join("; ")
+        );
     }
+    if c.replicates.made > 0 {
+        t += &format!(
+            " Replicate contrasts — every comparison across profiles made with both copies of the io_uring server, which should differ by nothing — apart in {} of {}.",
+            c.replicates.apart, c.replicates.made
+        );
+    }
+    t
 }
 
 /// A span of a run: seconds under two minutes, else whole minutes.

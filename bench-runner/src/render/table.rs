@@ -2,7 +2,7 @@
 
 use super::cross::{against_foreign, filter_cost};
 use super::evidence::{evidence_notes, evidence_rows};
-use super::resolution::{how_to_read_rest, resolution_text, target_text};
+use super::resolution::{calibration_text, how_to_read_rest, resolution_text, target_text};
 use crate::model::{LoadModel, Pairing, Profile, Raw, Relaunch, ServerConfig, Settings, Subject};
 use crate::stats::{ratio_text, short_rate, two_digit_latency};
 use crate::summary::{Comparison, Metric, Row, Summary, MEAN_ROUTE};
@@ -98,7 +98,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_warmup_s * 1000.0, raw.schedule().describe(by_load), st.seed, raw.slices.len()
     );
     if st.pairing == Pairing::Duet {
-        t += "Pairing: duets — each round drives the two servers of every comparison at once, over one window, on the same server CPUs (one duet per instance pairing), so the host's interference of that second falls on both; a change is the ratio within each duet, its interval Student's t over rounds, widened by what the A/A control shows fixed for the run (docs/methodology.md, \"Duets\" and \"Run-level spread\"). Each server had about half the server CPUs while it ran: CPU per request is the figure; req/s and latency are those of a shared machine.\n\n";
+        t += "Pairing: duets — each round drives the two servers of every comparison at once, over one window, on the same server CPUs (one duet per instance pairing), so the host's interference of that second falls on both; a change is the ratio within each duet, its interval Student's t over rounds, nothing added: what could stay fixed for a run (which server of a duet goes first, the processes themselves) is drawn afresh every round, and the A/A pairs and replicate contrasts check it (docs/methodology.md, \"Duets\" and \"Calibration\"). Each server had about half the server CPUs while it ran: CPU per request is the figure; req/s and latency are those of a shared machine.\n\n";
     }
     if let Some(target) = &st.target {
         t += &target_text(target, st, s);
@@ -134,7 +134,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         };
         t += &format!("How to read: each change is the ratio {against}, {from}, then its 95 % interval {} in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). {}", interval_over(st), how_to_read_rest("figures"));
         let apart = s.comparisons.iter().filter(|c| c.significant).count();
-        t += &format!("Of the {} comparisons this run made, {apart} tell their two servers apart; were nothing different at all, chance alone would tell about {:.1} apart (one in twenty).\n\n", s.comparisons.len(), s.comparisons.len() as f64 / 20.0);
+        t += &format!("Of the {} comparisons this run made, {apart} tell their two servers apart; were nothing different at all, chance alone would tell about {:.1} apart (one in twenty).{}\n\n", s.comparisons.len(), s.comparisons.len() as f64 / 20.0, calibration_text(s));
     } else {
         t += &format!("How to read: each change is the paired ratio {against}, slice by slice in the same rounds: its median, then in brackets its 95 % interval from the order statistics of the pairs (none below 6 pairs). {}", how_to_read_rest("medians"));
     }
@@ -402,10 +402,10 @@ pub(super) fn interval_over(st: &Settings) -> &'static str {
     match (st.relaunch, st.pairing) {
         (Relaunch::Once, _) => "over instances and rounds",
         (Relaunch::Round, Pairing::Duet) => {
-            "over rounds of duets (Student's t widened by the A/A control's run-level spread; each round's processes new)"
+            "over rounds of duets (Student's t; each round's processes new, the order within each duet drawn afresh)"
         }
         (Relaunch::Round, Pairing::Alternate) => {
-            "over rounds (Student's t widened by the A/A control's run-level spread; each round's processes new)"
+            "over rounds (Student's t; each round's processes new)"
         }
     }
 }

@@ -94,8 +94,10 @@ impl Rounds<'_> {
         bar: &ProgressBar,
     ) -> Result<()> {
         let took = Instant::now();
-        let order = self.plan.launch_order(pool.launch() + 1);
-        pool.relaunch(&order, raw).await;
+        let launch = pool.launch() + 1;
+        let order = self.plan.launch_order(launch);
+        let ports = self.plan.launch_ports(launch, pool.ports());
+        pool.relaunch(&order, &ports, raw).await;
         if !pool.any_running() {
             return Err(RunError::NoServerStarted(format!(
                 "none of the servers started again for launch {}",

@@ -9,28 +9,31 @@
 //! and the duets' spread cannot show it — the same study's resident pair was "apart" at
 //! −0.2 % [−0.3, −0.1]. Launched afresh every round, each round is an independent draw of
 //! both: round `r` gives `d_r`, the mean over its duets of ln(A / B), and Student's t over
-//! the rounds is the interval ([`super::launches::rounds_interval`]) — widened, in a run's
-//! summary, by what the A/A control shows fixed for the whole run ([`super::run_level`]).
+//! the rounds is the interval ([`super::launches::rounds_interval`]). Whatever else stays
+//! fixed for a run and could set two servers apart is drawn afresh per round instead (which
+//! server of a duet goes first, each server's port: `Plan::round_order`,
+//! `Plan::launch_ports`), so the rounds carry it; the control's
+//! pairs and the replicate contrasts check that they do ([`super::calibration`]).
 
 use std::collections::BTreeMap;
 
-use super::launches::rounds_interval;
+use super::launches::{rounds_interval, values};
 use super::Interval;
 
 /// A against B from their duets: round → the ln(A / B) of each of its duets (one per
 /// instance pairing). A round where some duet failed is left out, as a round with a failed
 /// instance is in [`super::launches`]: its mean would rest on another pairing's luck alone.
 pub fn compare(by_round: &BTreeMap<u32, Vec<f64>>, per_round: usize) -> Option<Interval> {
-    rounds_interval(&round_means(by_round, per_round))
+    rounds_interval(&values(&round_means(by_round, per_round)))
 }
 
-/// Each whole round's mean ln(A / B) over its duets (rounds with a failed or missing duet
-/// left out).
-pub fn round_means(by_round: &BTreeMap<u32, Vec<f64>>, per_round: usize) -> Vec<f64> {
+/// Each whole round's mean ln(A / B) over its duets, by round (rounds with a failed or
+/// missing duet left out).
+pub fn round_means(by_round: &BTreeMap<u32, Vec<f64>>, per_round: usize) -> BTreeMap<u32, f64> {
     by_round
-        .values()
-        .filter(|v| v.len() == per_round && v.iter().all(|x| x.is_finite()))
-        .map(|v| v.iter().sum::<f64>() / v.len() as f64)
+        .iter()
+        .filter(|(_, v)| v.len() == per_round && v.iter().all(|x| x.is_finite()))
+        .map(|(r, v)| (*r, v.iter().sum::<f64>() / v.len() as f64))
         .collect()
 }
 

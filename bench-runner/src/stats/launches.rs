@@ -48,19 +48,24 @@ fn round_levels(instances: &[&Series]) -> BTreeMap<u32, f64> {
 /// Configuration A (its instances' series, round → value) against B: the ratio of their
 /// levels and its 95 % interval, from the rounds both were measured in.
 pub fn compare(a: &[&Series], b: &[&Series]) -> Option<Interval> {
-    rounds_interval(&round_differences(a, b))
+    rounds_interval(&values(&round_differences(a, b)))
 }
 
-/// The ln ratio of A's level to B's in every round both were measured in (none without
-/// instances on either side).
-pub fn round_differences(a: &[&Series], b: &[&Series]) -> Vec<f64> {
+/// The ln ratio of A's level to B's in every round both were measured in, by round (none
+/// without instances on either side).
+pub fn round_differences(a: &[&Series], b: &[&Series]) -> BTreeMap<u32, f64> {
     if a.is_empty() || b.is_empty() {
-        return Vec::new();
+        return BTreeMap::new();
     }
     let (la, lb) = (round_levels(a), round_levels(b));
     la.iter()
-        .filter_map(|(r, x)| lb.get(r).map(|y| x - y))
+        .filter_map(|(r, x)| lb.get(r).map(|y| (*r, x - y)))
         .collect()
+}
+
+/// A comparison's per-round values in round order, for [`rounds_interval`].
+pub fn values(by_round: &BTreeMap<u32, f64>) -> Vec<f64> {
+    by_round.values().copied().collect()
 }
 
 /// The mean of per-round differences of log values, `d`, as a ratio with Student's t 95 %

@@ -1,13 +1,13 @@
 //! Statistics with no I/O: medians, the order-statistic interval of a median (and the
 //! percentile bootstrap the calibration study keeps as the old method), paired ratios, the
 //! two-level interval of configurations run as several instances ([`instances`]), the
-//! rounds' intervals of fresh launches and duets with the run-level spread the A/A control
-//! shows ([`run_level`]), and how a ratio with its interval is printed.
+//! rounds' intervals of fresh launches and duets, the checks of their calibration inside a run
+//! ([`calibration`]), and how a ratio with its interval is printed.
 
+pub mod calibration;
 pub mod duets;
 pub mod instances;
 pub mod launches;
-pub mod run_level;
 
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;

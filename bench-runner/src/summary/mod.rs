@@ -7,15 +7,16 @@ use crate::model::{
     LoadModel, Pairing, Partner, Raw, Relaunch, ServerConfig, ServerKey, Slice, Subject,
 };
 use crate::stats::instances::{self, Series};
-use crate::stats::run_level::RunLevel;
 use crate::stats::{duets, launches, Interval};
 use crate::stats::{order_statistic_median, paired_ratios};
 
+mod calibration;
 mod means;
 mod pairs;
 mod reach;
 mod row;
 mod types;
+pub use calibration::{Calibration, PairOffset};
 use means::{add_route_means, route_means};
 pub use pairs::comparison_pairs;
 pub use reach::{answered_after_s, run_end_s, Reach};
@@ -165,7 +166,7 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
                                     .and_then(|d| {
                                         d.get(&(pair.clone(), load, conns, route.clone(), metric))
                                     })
-                                    .map_or(vec![], |by_round| {
+                                    .map_or(BTreeMap::new(), |by_round| {
                                         duets::round_means(by_round, instances.max(1) as usize)
                                     }),
                             ),
@@ -200,15 +201,14 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
             }
         }
     }
-    let run_level = run_levels(&measured);
+    let calibration = calibration::calibrate(&measured);
     let mut comparisons = Vec::new();
-    for (i, m) in measured.iter().enumerate() {
+    for m in &measured {
+        // Rounds as replicates: Student's t over them, with nothing added — what could stay
+        // fixed for a run is drawn afresh per round, and `calibration` checks it.
         let interval = match &m.estimate {
             Estimate::Done(interval) => *interval,
-            Estimate::Rounds(d) => run_level
-                .get(&m.metric)
-                .map_or(RunLevel::default(), |l| l.for_comparison(i))
-                .interval(d),
+            Estimate::Rounds(d) => launches::rounds_interval(&launches::values(d)),
         };
         let Some(i) = interval else {
             continue;
@@ -265,11 +265,8 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
         resolution,
         route_means,
         reach: Vec::new(),
-        run_level: run_level
-            .into_iter()
-            .filter(|(_, l)| l.all.cells > 0)
-            .map(|(metric, l)| (metric.key().to_string(), l.all))
-            .collect(),
+        calibration,
+        intervals_cover_processes: raw.settings.intervals_cover_processes(),
     }
 }
 
@@ -285,53 +282,9 @@ struct Measured {
 }
 
 enum Estimate {
-    Rounds(Vec<f64>),
+    /// Round → ln(A / B).
+    Rounds(BTreeMap<u32, f64>),
     Done(Option<Interval>),
-}
-
-/// The A/A control's cells: the same server twice under one profile, on one real route.
-fn is_control(m: &Measured) -> bool {
-    m.pair.0.config == Subject::Own(ServerConfig::IoUringControl)
-        && m.pair.1.config == Subject::Own(ServerConfig::IoUring)
-        && m.pair.0.profile == m.pair.1.profile
-        && m.route != MEAN_ROUTE
-}
-
-/// One metric's run-level spread ([`RunLevel`]): from every control cell, and from all but
-/// each one for judging that cell itself.
-struct MetricLevel {
-    all: RunLevel,
-    without: BTreeMap<usize, RunLevel>,
-}
-
-impl MetricLevel {
-    /// The level comparison `i` (an index into the measured comparisons) is widened by.
-    fn for_comparison(&self, i: usize) -> RunLevel {
-        self.without.get(&i).copied().unwrap_or(self.all)
-    }
-}
-
-/// Per metric, the run-level spread of the A/A control's rounds.
-fn run_levels(measured: &[Measured]) -> BTreeMap<Metric, MetricLevel> {
-    let mut control: BTreeMap<Metric, Vec<(usize, &[f64])>> = BTreeMap::new();
-    for (i, m) in measured.iter().enumerate() {
-        if let (Estimate::Rounds(d), true) = (&m.estimate, is_control(m)) {
-            control.entry(m.metric).or_default().push((i, d.as_slice()));
-        }
-    }
-    control
-        .into_iter()
-        .map(|(metric, cells)| {
-            let rounds: Vec<&[f64]> = cells.iter().map(|(_, d)| *d).collect();
-            let without = cells
-                .iter()
-                .enumerate()
-                .map(|(j, (i, _))| (*i, RunLevel::estimate_without(&rounds, j)))
-                .collect();
-            let all = RunLevel::estimate(&rounds);
-            (metric, MetricLevel { all, without })
-        })
-        .collect()
 }
 
 /// A duet comparison's key: (A, B), load model, level, route, metric.

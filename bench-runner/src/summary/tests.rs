@@ -594,13 +594,12 @@ fn duets_of_two_passes_in_one_round_are_each_found() {
     assert_eq!(c.pairs, rounds as usize - 1);
 }
 
-/// A relaunched run whose A/A control carries an offset fixed for the run in each profile
-/// (+1.5 %, −1.5 %, 0), unseen by the rounds: the summary estimates the run-level spread from
-/// the control's cells alone, widens every interval over rounds by it, and judges each control
-/// cell by the other cells' spread.
+/// A relaunched run whose A/A control carries an offset fixed for the run in two profiles
+/// (+1.5 %, −1.5 %; none under relaxed), unseen by the rounds: every interval over rounds is
+/// the rounds' own Student's t, nothing added, and the run's calibration check finds the
+/// offsets — the two pairs apart, and the replicate contrasts across those profiles apart.
 #[test]
-fn intervals_over_rounds_carry_the_control_s_run_level_spread() {
-    use crate::stats::run_level::RunLevel;
+fn intervals_over_rounds_are_the_rounds_own_and_the_calibration_finds_a_fixed_offset() {
     let profiles = [Profile::Default, Profile::NoIoUring, Profile::Relaxed];
     let servers: Vec<ServerKey> = profiles
         .iter()
@@ -634,76 +633,36 @@ fn intervals_over_rounds_carry_the_control_s_run_level_spread() {
         s.launch = s.round - 1;
     }
     let s = summarise(&raw);
-    let level = s.run_level["cpu_per_request"];
-    assert_eq!(level.cells, 3, "the control's cells only: {level:?}");
-    assert!(level.spread() > 0.008, "{level:?}");
-    let rounds = |config: ServerConfig, profile: Profile| -> Vec<f64> {
-        let series = |c: ServerConfig, p: Profile| -> Series {
-            raw.slices
-                .iter()
-                .filter(|s| s.server == key(p, c))
-                .map(|s| (s.round, s.cpu_us_per_request().unwrap()))
-                .collect()
-        };
-        let (a, b) = (
-            series(config, profile),
-            series(ServerConfig::IoUring, profile),
-        );
-        launches::round_differences(&[&a], &[&b])
-    };
-    let cells: Vec<Vec<f64>> = profiles
-        .iter()
-        .map(|&p| rounds(ServerConfig::IoUringControl, p))
-        .collect();
-    let refs: Vec<&[f64]> = cells.iter().map(|d| d.as_slice()).collect();
-    assert_eq!(level, RunLevel::estimate(&refs));
-    for (i, &p) in profiles.iter().enumerate() {
-        let c = s
-            .comparisons
-            .iter()
-            .find(|c| {
-                c.profile == p
-                    && c.metric == Metric::CpuPerRequest
-                    && c.config == Subject::Own(ServerConfig::IoUringControl)
-            })
-            .unwrap();
-        let by_hand = RunLevel::estimate_without(&refs, i)
-            .interval(&cells[i])
-            .unwrap();
-        assert_eq!(
-            (c.ci95_low, c.ci95_high),
-            (by_hand.low, by_hand.high),
-            "{p:?}"
-        );
-        // Not by the level its own offset raised.
-        assert_ne!(Some(by_hand), level.interval(&cells[i]), "{p:?}");
-    }
-    // A comparison that is not the control: the rounds' interval widened by every control
-    // cell's spread, wider than the rounds alone.
-    let blocked = s
-        .comparisons
-        .iter()
-        .find(|c| {
-            c.profile == Profile::NoIoUring
-                && c.baseline_profile == Profile::Relaxed
-                && c.config == Subject::Own(ServerConfig::IoUring)
-                && c.metric == Metric::CpuPerRequest
-        })
-        .unwrap();
-    let series = |p: Profile| -> Series {
+    assert!(s.intervals_cover_processes);
+    let series = |c: ServerConfig, p: Profile| -> Series {
         raw.slices
             .iter()
-            .filter(|s| s.server == key(p, ServerConfig::IoUring))
+            .filter(|s| s.server == key(p, c))
             .map(|s| (s.round, s.cpu_us_per_request().unwrap()))
             .collect()
     };
-    let (a, b) = (series(Profile::NoIoUring), series(Profile::Relaxed));
-    let d = launches::round_differences(&[&a], &[&b]);
-    let widened = level.interval(&d).unwrap();
-    let alone = launches::rounds_interval(&d).unwrap();
-    assert_eq!(
-        (blocked.ci95_low, blocked.ci95_high),
-        (widened.low, widened.high)
-    );
-    assert!(widened.half_width() > 1.5 * alone.half_width());
+    for c in s
+        .comparisons
+        .iter()
+        .filter(|c| c.metric == Metric::CpuPerRequest)
+    {
+        let own = |x: &Subject| x.own().unwrap();
+        let (a, b) = (
+            series(own(&c.config), c.profile),
+            series(own(&c.baseline), c.baseline_profile),
+        );
+        let alone = launches::compare(&[&a], &[&b]).unwrap();
+        assert_eq!((c.ci95_low, c.ci95_high), (alone.low, alone.high), "{c:?}");
+    }
+    let cal = s.calibration.as_ref().expect("a control over rounds");
+    assert_eq!(cal.pair_tally.made, 3);
+    for p in cal.pairs.iter().filter(|p| p.profile != Profile::Relaxed) {
+        let i = p.interval();
+        assert!(i.excludes_one(), "{p:?}");
+        assert!((i.median / offset(p.profile) - 1.0).abs() < 0.01, "{p:?}");
+    }
+    assert!(cal.pair_tally.apart >= 2, "{cal:?}");
+    // Across profiles whose control offsets differ, the two copies' comparisons differ.
+    assert!(cal.replicates.made >= 2, "{cal:?}");
+    assert_eq!(cal.replicates.apart, cal.replicates.made, "{cal:?}");
 }

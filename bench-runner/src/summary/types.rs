@@ -242,11 +242,15 @@ pub struct Summary {
     /// none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reach: Vec<super::Reach>,
-    /// Per metric, the run-level spread the A/A control shows, by which every interval over
-    /// rounds (duets, fresh launches) is widened; the control's own cells are judged by the
-    /// spread of the others (summaries before it: none).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub run_level: BTreeMap<String, crate::stats::run_level::RunLevel>,
+    /// The run's own check of its intervals over rounds: the A/A pairs and the replicate
+    /// contrasts on CPU per request (none: no control, or servers kept resident).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<super::Calibration>,
+    /// Every interval carries the processes' own luck (fresh launches every round, or several
+    /// instances): a change is a result by its interval alone. Otherwise (resident servers) a
+    /// result must also exceed what the A/A pair reached in its cell.
+    #[serde(default)]
+    pub intervals_cover_processes: bool,
 }
 
 impl Summary {
@@ -303,7 +307,9 @@ impl Summary {
                 .filter(|r| r.load == load)
                 .cloned()
                 .collect(),
-            run_level: self.run_level.clone(),
+            // The run's check of its intervals is the whole run's: said once, not per load.
+            calibration: None,
+            intervals_cover_processes: self.intervals_cover_processes,
         }
     }
 
