@@ -112,11 +112,14 @@ pub fn draw(path: &Path, raw: &Raw, s: &Summary) -> Result<(), ChartError> {
         head.draw(&Text::new(name, (x + 10, 35), key))?;
         x += 170;
     }
-    head.draw(&Text::new(
-        "filled: a result; hollow: not resolved, or no larger than the A/A",
-        (x, 35),
-        key,
-    ))?;
+    // With resident servers a result must also clear the A/A band; otherwise its interval
+    // alone decides (headline::is_result).
+    let hollow = if s.intervals_cover_processes {
+        "filled: a result; hollow: not resolved"
+    } else {
+        "filled: a result; hollow: not resolved, or no larger than the A/A"
+    };
+    head.draw(&Text::new(hollow, (x, 35), key))?;
     let (lo, hi) = rows.iter().fold((1.0f64, 1.0f64), |(lo, hi), r| {
         let b = r.band.unwrap_or(0.0);
         r.costs
