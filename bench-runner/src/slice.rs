@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
 use crate::load::{Load, LoadDriver, LoadError, Setup};
-use crate::model::{Failure, FailureKind, Partner, Raw, Slice};
+use crate::model::{CpuSplit, Failure, FailureKind, Partner, Raw, Slice};
 use crate::plan::{Cell, Plan};
 use crate::pool::{Pool, PoolError};
 
@@ -67,13 +67,24 @@ pub struct Window {
     pub end: Instant,
     pub cpu_start: Option<u64>,
     pub cpu_end: Option<u64>,
+    /// The user and kernel time over the window (none: not split).
+    pub split: Option<CpuSplit>,
     /// The snapshot lines asked for at the edges (`None`: a server without counters).
     pub snapshot_start: Option<u64>,
     pub snapshot_end: Option<u64>,
 }
 
-/// One server's readings at one edge: when, its CPU time, the snapshot line asked for.
-type Reading = (Instant, Option<u64>, Option<u64>);
+/// One server's readings at one edge.
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    /// When its CPU clock was read.
+    at: Instant,
+    cpu: Option<u64>,
+    /// Its user and kernel time, read right after the clock (where the source splits it).
+    split: Option<CpuSplit>,
+    /// The snapshot line asked for.
+    snapshot: Option<u64>,
+}
 
 /// Reads `servers` at one edge of a window: every CPU clock first, back to back, then every
 /// counters snapshot. `clock` reads a server's CPU time (a cgroup file: microseconds);
@@ -83,16 +94,24 @@ type Reading = (Instant, Option<u64>, Option<u64>);
 /// clocks would lengthen one server's window by the other's API call and shorten the other's
 /// by as much (results/20261205T160647Z: the first server of every duet was charged 2-4 %
 /// more CPU per request than its identical partner).
+/// A server's CPU clock as one edge reads it: the total, then the split.
+type Clock = (Option<u64>, Option<CpuSplit>);
+
 fn read_edge<T, const N: usize>(
     servers: &mut [T; N],
-    mut clock: impl FnMut(&T) -> Option<u64>,
+    mut clock: impl FnMut(&T) -> Clock,
     mut snapshot: impl FnMut(&mut T) -> Option<u64>,
 ) -> [Reading; N] {
-    let clocks: [(Instant, Option<u64>); N] = std::array::from_fn(|k| {
+    let clocks: [(Instant, Clock); N] = std::array::from_fn(|k| {
         let cpu = clock(&servers[k]);
         (Instant::now(), cpu)
     });
-    std::array::from_fn(|k| (clocks[k].0, clocks[k].1, snapshot(&mut servers[k])))
+    std::array::from_fn(|k| Reading {
+        at: clocks[k].0,
+        cpu: clocks[k].1 .0,
+        split: clocks[k].1 .1,
+        snapshot: snapshot(&mut servers[k]),
+    })
 }
 
 /// Reads `servers` at one edge of the window, in [`read_edge`]'s order.
@@ -103,23 +122,31 @@ fn read<E: Engine, const N: usize>(
 ) -> [Reading; N] {
     read_edge(
         &mut servers,
-        |s| handle.block_on(engine.cpu_ns(&s.handle)),
+        |s| {
+            handle.block_on(async {
+                (
+                    engine.cpu_ns(&s.handle).await,
+                    engine.cpu_split(&s.handle).await,
+                )
+            })
+        },
         |s| handle.block_on(s.request_snapshot(engine)),
     )
 }
 
 fn window(report: driver::report::Report, edges: &[Reading]) -> Result<Window, SliceError> {
-    let [(start, cpu_start, snapshot_start), (end, cpu_end, snapshot_end)] = edges[..] else {
+    let [start, end] = edges[..] else {
         return Err(SliceError::WindowOpen);
     };
     Ok(Window {
         report,
-        start,
-        end,
-        cpu_start,
-        cpu_end,
-        snapshot_start,
-        snapshot_end,
+        start: start.at,
+        end: end.at,
+        cpu_start: start.cpu,
+        cpu_end: end.cpu,
+        split: end.split.zip(start.split).and_then(|(b, a)| b.since(a)),
+        snapshot_start: start.snapshot,
+        snapshot_end: end.snapshot,
     })
 }
 
@@ -190,6 +217,7 @@ fn blank<E: Engine>(
         window_s: 0.0,
         report: None,
         server_cpu_ns: None,
+        server_cpu_split: None,
         counters: None,
         steal: None,
         error: None,
@@ -269,6 +297,7 @@ async fn finish<E: Engine>(
                 (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                 _ => None,
             };
+            slice.server_cpu_split = w.split;
             if let (Some(a), Some(b)) = (w.snapshot_start, w.snapshot_end) {
                 let (a, b) = (
                     server.snapshot(a, SNAPSHOT_WAIT).await,
@@ -431,16 +460,18 @@ mod tests {
                 &mut servers,
                 |s| {
                     log.borrow_mut().push(format!("clock {s}"));
-                    Some(1)
+                    (Some(1), None)
                 },
                 |s| {
                     log.borrow_mut().push(format!("snapshot {s}"));
                     Some(2)
                 },
             );
-            assert!(readings.iter().all(|r| (r.1, r.2) == (Some(1), Some(2))));
+            assert!(readings
+                .iter()
+                .all(|r| (r.cpu, r.snapshot) == (Some(1), Some(2))));
             // Each reading is timed at its clock: `a`'s before `b`'s.
-            assert!(readings[0].0 <= readings[1].0);
+            assert!(readings[0].at <= readings[1].at);
         }
         let edge = ["clock a", "clock b", "snapshot a", "snapshot b"];
         assert_eq!(*log.borrow(), [edge, edge].concat());

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::model::CpuSplit;
+
 /// Where a container's CPU time is read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CpuSource {
@@ -59,6 +61,42 @@ pub fn read_cgroup(src: &CpuSource) -> Option<u64> {
     }
 }
 
+/// A cgroup's user and kernel time, in nanoseconds: v1's `cpuacct.usage_user` and
+/// `cpuacct.usage_sys` beside `cpuacct.usage`, v2's `user_usec` and `system_usec` in
+/// `cpu.stat` (none from the stats API, or where the kernel keeps neither).
+pub fn read_cgroup_split(src: &CpuSource) -> Option<CpuSplit> {
+    match src {
+        CpuSource::CgroupV1(f) => {
+            let read = |name: &str| -> Option<u64> {
+                std::fs::read_to_string(f.with_file_name(name))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok()
+            };
+            Some(CpuSplit {
+                user_ns: read("cpuacct.usage_user")?,
+                system_ns: read("cpuacct.usage_sys")?,
+            })
+        }
+        CpuSource::CgroupV2(f) => {
+            let text = std::fs::read_to_string(f).ok()?;
+            let field = |name: &str| -> Option<u64> {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))?
+                    .trim()
+                    .parse()
+                    .ok()
+            };
+            Some(CpuSplit {
+                user_ns: field("user_usec")? * 1000,
+                system_ns: field("system_usec")? * 1000,
+            })
+        }
+        CpuSource::StatsApi => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +113,17 @@ mod tests {
         let src = cgroup_cpu_file(&text, id, &root).unwrap();
         assert_eq!(src, CpuSource::CgroupV1(v1.join("cpuacct.usage")));
         assert_eq!(read_cgroup(&src), Some(123_456_789));
+        // Its split beside it, where the kernel keeps one.
+        assert_eq!(read_cgroup_split(&src), None);
+        std::fs::write(v1.join("cpuacct.usage_user"), "3000\n").unwrap();
+        std::fs::write(v1.join("cpuacct.usage_sys"), "120000\n").unwrap();
+        assert_eq!(
+            read_cgroup_split(&src),
+            Some(CpuSplit {
+                user_ns: 3000,
+                system_ns: 120_000
+            })
+        );
         // Another container's (or another host's) pid: its cgroup does not name our id.
         assert_eq!(cgroup_cpu_file("2:cpuacct:/docker/ffff\n", id, &root), None);
 
@@ -84,6 +133,20 @@ mod tests {
         let text = format!("0::/system.slice/docker-{id}.scope\n");
         let src = cgroup_cpu_file(&text, id, &root).unwrap();
         assert_eq!(read_cgroup(&src), Some(4_200_000));
+        // `usage_usec` is not `user_usec`'s prefix match, and a missing field splits nothing.
+        assert_eq!(read_cgroup_split(&src), None);
+        std::fs::write(
+            v2.join("cpu.stat"),
+            "usage_usec 4200\nuser_usec 4000\nsystem_usec 200\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_cgroup_split(&src),
+            Some(CpuSplit {
+                user_ns: 4_000_000,
+                system_ns: 200_000
+            })
+        );
         std::fs::remove_dir_all(&root).ok();
     }
 }

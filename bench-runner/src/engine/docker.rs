@@ -17,7 +17,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 use super::build::IMAGE;
-use super::cgroup::{cgroup_cpu_file, read_cgroup, CpuSource};
+use super::cgroup::{cgroup_cpu_file, read_cgroup, read_cgroup_split, CpuSource};
 use super::error::{EngineError, Result};
 use super::{Engine, Lines, ServerSpec, Signal};
 use crate::cli::Network;
@@ -317,6 +317,10 @@ impl Engine for Docker {
             }
             src => read_cgroup(src),
         }
+    }
+
+    async fn cpu_split(&self, c: &Container) -> Option<crate::model::CpuSplit> {
+        read_cgroup_split(&c.cpu)
     }
 
     fn cpu_source(&self, c: &Container) -> &'static str {

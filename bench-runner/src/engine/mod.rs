@@ -122,6 +122,11 @@ pub trait Engine {
     fn pid(&self, h: &Self::Handle) -> Option<i32>;
     /// Cumulative CPU time of the server, in nanoseconds.
     async fn cpu_ns(&self, h: &Self::Handle) -> Option<u64>;
+    /// Cumulative user and kernel time of the server, where the source splits it (read right
+    /// after [`Engine::cpu_ns`] at each edge; none: not split).
+    async fn cpu_split(&self, _h: &Self::Handle) -> Option<crate::model::CpuSplit> {
+        None
+    }
     /// Where the CPU time comes from, for the report.
     fn cpu_source(&self, h: &Self::Handle) -> &'static str;
     async fn signal(&self, h: &Self::Handle, signal: Signal);

@@ -138,10 +138,23 @@ pub fn section(raw: &Raw, s: &Summary) -> String {
         probe.recv_eagain_ns,
         probe.send_recv_64_ns
     );
-    t += "| load | conns | syscalls a request added | io_uring's CPU µs a request (`relaxed`) | predicted | measured (paired) | |\n| --- | --- | --- | --- | --- | --- | --- |\n";
-    for c in cells(raw, s, probe) {
+    let cells = cells(raw, s, probe);
+    // Where the CPU source split user and kernel time, the change apportioned to each.
+    let split = cells.iter().any(|c| c.measured.split.is_some());
+    let (head, rule) = if split {
+        (" of which kernel / user (points) |", " --- |")
+    } else {
+        ("", "")
+    };
+    t += &format!("| load | conns | syscalls a request added | io_uring's CPU µs a request (`relaxed`) | predicted | measured (paired) |{head} |\n| --- | --- | --- | --- | --- | --- |{rule} --- |\n");
+    for c in &cells {
+        let points = match (split, c.measured.split) {
+            (false, _) => String::new(),
+            (true, None) => " – |".into(),
+            (true, Some(p)) => format!(" {} / {} |", signed(p.kernel), signed(p.user)),
+        };
         t += &format!(
-            "| {} | {} | {:+.2} | {:.2} | {} to {} % | {} | {} |\n",
+            "| {} | {} | {:+.2} | {:.2} | {} to {} % | {} |{points} {} |\n",
             c.load,
             c.conns,
             c.added_syscalls,
@@ -151,6 +164,9 @@ pub fn section(raw: &Raw, s: &Summary) -> String {
             crate::stats::ratio_text(&c.measured.interval()),
             c.verdict()
         );
+    }
+    if split {
+        t += "\nOf which kernel / user: the change in points of the unblocked server's CPU per request, apportioned by the kernel's share of each server's CPU time (the CPU source's user and system time, sampled at the scheduler's tick and pooled over the slices). A rise in user time under the block is the indirect cost of the added kernel entries (caches, TLB and branch predictors left colder for the server's own code); the rest is kernel work.\n";
     }
     t += "\n";
     t

@@ -22,8 +22,8 @@ pub use pairs::comparison_pairs;
 pub use reach::{answered_after_s, run_end_s, Reach};
 use row::row;
 pub use types::{
-    resolution_limit, Comparison, Metric, OpenRow, Resolution, RouteMean, Row, Summary,
-    DEFAULT_RESOLUTION, KEPT_UP, MEAN_ROUTE, SATURATED,
+    resolution_limit, Comparison, Metric, OpenRow, Resolution, RouteMean, Row, SplitPoints,
+    Summary, DEFAULT_RESOLUTION, KEPT_UP, MEAN_ROUTE, SATURATED,
 };
 
 /// A slice's value on `metric`, as comparisons pair them: none from a failed slice, and req/s
@@ -236,6 +236,7 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
             significant: i.excludes_one(),
             pairs: i.n,
             instances: (instances > 1).then_some(instances),
+            split: split_of(&rows, m, i.median),
         });
     }
     let resolution: Vec<Resolution> = comparisons
@@ -268,6 +269,28 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
         calibration,
         intervals_cover_processes: raw.settings.intervals_cover_processes(),
     }
+}
+
+/// A CPU-per-request comparison's change apportioned to kernel and user time, from the two
+/// rows' kernel shares (none on other metrics, or where a row has no split).
+fn split_of(rows: &[Row], m: &Measured, ratio: f64) -> Option<types::SplitPoints> {
+    if m.metric != Metric::CpuPerRequest {
+        return None;
+    }
+    let share = |k: &ServerKey| {
+        rows.iter()
+            .find(|r| {
+                r.profile == k.profile
+                    && r.config == k.config
+                    && (r.load, r.conns, &r.route) == (m.load, m.conns, &m.route)
+            })?
+            .kernel_share
+    };
+    Some(types::SplitPoints::of(
+        ratio,
+        share(&m.pair.0)?,
+        share(&m.pair.1)?,
+    ))
 }
 
 /// A comparison as measured, before its interval: the rounds' ln ratios where rounds are the

@@ -164,6 +164,7 @@ pub(super) fn row(
         load_bound_rounds: unsaturated as u32,
         syscalls_per_request: counters.per_request(),
         server_closed: server_closed(&ok),
+        kernel_share: kernel_share(&ok),
         open: load.offered().map(|_| OpenRow {
             offered_rps,
             share_of_run_capacity: run_capacity(raw, key, conns, route)
@@ -228,4 +229,16 @@ fn server_closed(slices: &[&Slice]) -> Option<f64> {
         .filter_map(|s| s.report.as_ref()?.closes)
         .fold((0, 0), |(a, b), c| (a + c.server, b + c.client));
     (server + client > 0).then(|| server as f64 / (server + client) as f64)
+}
+
+/// The kernel's share of the CPU time over every slice that split it, pooled (each slice is a
+/// sample of ticks; pooled, the run's rounds sharpen it).
+fn kernel_share(slices: &[&Slice]) -> Option<f64> {
+    let (system, total) = slices
+        .iter()
+        .filter_map(|s| s.server_cpu_split)
+        .fold((0u64, 0u64), |(sys, all), c| {
+            (sys + c.system_ns, all + c.system_ns + c.user_ns)
+        });
+    (total > 0).then(|| system as f64 / total as f64)
 }

@@ -82,6 +82,11 @@ pub fn synthetic_instances(
                 window_s: 1.0,
                 report: Some(report(requests, 150.0)),
                 server_cpu_ns: Some((u * 1e9) as u64),
+                // Nine tenths in the kernel, as the servers here spend it.
+                server_cpu_split: Some(crate::model::CpuSplit {
+                    user_ns: (u * 1e8) as u64,
+                    system_ns: (u * 9e8) as u64,
+                }),
                 counters: Some(ServerCounters {
                     requests,
                     connections: 0,
@@ -665,4 +670,45 @@ fn intervals_over_rounds_are_the_rounds_own_and_the_calibration_finds_a_fixed_of
     // Across profiles whose control offsets differ, the two copies' comparisons differ.
     assert!(cal.replicates.made >= 2, "{cal:?}");
     assert_eq!(cal.replicates.apart, cal.replicates.made, "{cal:?}");
+}
+
+#[test]
+fn a_cpu_change_is_apportioned_to_kernel_and_user_time() {
+    use super::SplitPoints;
+    // +33 % with the kernel's share 95 % unblocked and 94 % blocked: the kernel carries
+    // +30.0 points, user time +3.0 (the indirect cost), and they sum to the change.
+    let p = SplitPoints::of(1.33, 0.94, 0.95);
+    assert!((p.kernel - 0.3002).abs() < 1e-9, "{p:?}");
+    assert!((p.user - 0.0298).abs() < 1e-9, "{p:?}");
+    assert!((p.kernel + p.user - 0.33).abs() < 1e-12);
+    // In a summary: every CPU comparison whose rows split carries it, nothing else does.
+    let servers = [
+        key(Profile::Relaxed, ServerConfig::IoUring),
+        key(Profile::NoIoUring, ServerConfig::IoUring),
+    ];
+    let raw = synthetic(
+        &servers,
+        6,
+        |k, r| if k.profile == Profile::NoIoUring { 7.7 } else { 7.0 } + 0.01 * r as f64,
+        |_, _| 0.98,
+    );
+    let s = summarise(&raw);
+    assert!(s
+        .rows
+        .iter()
+        .all(|r| (r.kernel_share.unwrap() - 0.9).abs() < 1e-6));
+    assert!(s
+        .comparisons
+        .iter()
+        .any(|c| c.metric == Metric::CpuPerRequest && c.split.is_some()));
+    for c in &s.comparisons {
+        match (c.metric, c.split) {
+            (Metric::CpuPerRequest, Some(p)) => {
+                assert!((p.kernel + p.user - (c.ratio_median - 1.0)).abs() < 1e-9);
+                assert!((p.kernel / (c.ratio_median - 1.0) - 0.9).abs() < 1e-6);
+            }
+            (Metric::CpuPerRequest, None) => panic!("no split: {c:?}"),
+            (_, split) => assert_eq!(split, None),
+        }
+    }
 }

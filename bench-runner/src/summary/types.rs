@@ -130,6 +130,10 @@ pub struct Row {
     /// have kept open despite `Connection: close`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_closed: Option<f64>,
+    /// The kernel's share of the server's CPU time, pooled over its slices' user and kernel
+    /// time (none: the CPU source does not split it, or a run recorded before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_share: Option<f64>,
     /// Open loop: the schedule and what the latency was beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open: Option<OpenRow>,
@@ -190,6 +194,28 @@ pub struct Comparison {
     /// instances as well as rounds ([`crate::stats::instances`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<u32>,
+    /// On CPU per request, where both rows split their CPU time: the change apportioned to
+    /// kernel and user time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitPoints>,
+}
+
+/// A change in CPU per request apportioned to kernel and user time, each in points of the
+/// baseline's CPU per request: with the ratio `r` and the kernel shares `a` (config) and `b`
+/// (baseline), `kernel = r·a − b` and `user = r·(1 − a) − (1 − b)`, which sum to `r − 1`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SplitPoints {
+    pub kernel: f64,
+    pub user: f64,
+}
+
+impl SplitPoints {
+    pub fn of(ratio: f64, config_share: f64, baseline_share: f64) -> SplitPoints {
+        SplitPoints {
+            kernel: ratio * config_share - baseline_share,
+            user: ratio * (1.0 - config_share) - (1.0 - baseline_share),
+        }
+    }
 }
 
 impl Comparison {
