@@ -98,7 +98,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         st.server_cpus, st.load_cpus, st.network, st.rounds, st.slice_warmup_s * 1000.0, raw.schedule().describe(by_load), st.seed, raw.slices.len()
     );
     if st.pairing == Pairing::Duet {
-        t += "Pairing: duets — each round drives the two servers of every comparison at once, over one window, on the same server CPUs (one duet per instance pairing), so the host's interference of that second falls on both; a change is the ratio within each duet, its interval Student's t over rounds, nothing added: what could stay fixed for a run (which server of a duet goes first, the processes themselves) is drawn afresh every round, and the A/A pairs and replicate contrasts check it (docs/methodology.md, \"Duets\" and \"Calibration\"). Each server had about half the server CPUs while it ran: CPU per request is the figure; req/s and latency are those of a shared machine.\n\n";
+        t += "Pairing: duets — each round drives the two servers of every comparison at once, over one window, on the same server CPUs (one duet per instance pairing), so the host's interference of that second falls on both; a change is the ratio within each duet, its interval Student's t over rounds, nothing added: what could stay fixed for a run (which server of a duet goes first, the processes themselves, their ports) is drawn afresh every round, and the A/A pairs and replicate contrasts check it (docs/methodology.md, \"Duets\" and \"Calibration\"). Each server had about half the server CPUs while it ran: CPU per request is the figure; req/s and latency are those of a shared machine.\n\n";
     }
     if let Some(target) = &st.target {
         t += &target_text(target, st, s);
