@@ -49,16 +49,19 @@ pub fn read_cgroup(src: &CpuSource) -> Option<u64> {
         CpuSource::CgroupV1(f) => std::fs::read_to_string(f).ok()?.trim().parse().ok(),
         CpuSource::CgroupV2(f) => {
             let text = std::fs::read_to_string(f).ok()?;
-            let usec: u64 = text
-                .lines()
-                .find_map(|l| l.strip_prefix("usage_usec "))?
-                .trim()
-                .parse()
-                .ok()?;
-            Some(usec * 1000)
+            Some(stat_field(&text, "usage_usec")? * 1000)
         }
         CpuSource::StatsApi => None,
     }
+}
+
+/// The value of field `name` in a v2 `cpu.stat` text (`usage_usec 4200` per line).
+fn stat_field(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// A cgroup's user and kernel time, in nanoseconds: v1's `cpuacct.usage_user` and
@@ -81,16 +84,9 @@ pub fn read_cgroup_split(src: &CpuSource) -> Option<CpuSplit> {
         }
         CpuSource::CgroupV2(f) => {
             let text = std::fs::read_to_string(f).ok()?;
-            let field = |name: &str| -> Option<u64> {
-                text.lines()
-                    .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))?
-                    .trim()
-                    .parse()
-                    .ok()
-            };
             Some(CpuSplit {
-                user_ns: field("user_usec")? * 1000,
-                system_ns: field("system_usec")? * 1000,
+                user_ns: stat_field(&text, "user_usec")? * 1000,
+                system_ns: stat_field(&text, "system_usec")? * 1000,
             })
         }
         CpuSource::StatsApi => None,

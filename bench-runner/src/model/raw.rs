@@ -115,20 +115,9 @@ impl CpuSplit {
             system_ns: self.system_ns.checked_sub(earlier.system_ns)?,
         })
     }
-
-    /// The kernel's share of the CPU time (`None`: no tick fell in the window).
-    pub fn kernel_share(&self) -> Option<f64> {
-        let total = self.user_ns + self.system_ns;
-        (total > 0).then(|| self.system_ns as f64 / total as f64)
-    }
 }
 
 impl Slice {
-    /// The kernel's share of the server's CPU time over the window, where it was split.
-    pub fn kernel_share(&self) -> Option<f64> {
-        self.server_cpu_split?.kernel_share()
-    }
-
     pub fn ok(&self) -> bool {
         self.error.is_none() && self.report.as_ref().is_some_and(|r| r.requests > 0)
     }

@@ -278,13 +278,7 @@ fn split_of(rows: &[Row], m: &Measured, ratio: f64) -> Option<types::SplitPoints
         return None;
     }
     let share = |k: &ServerKey| {
-        rows.iter()
-            .find(|r| {
-                r.profile == k.profile
-                    && r.config == k.config
-                    && (r.load, r.conns, &r.route) == (m.load, m.conns, &m.route)
-            })?
-            .kernel_share
+        types::find_row(rows, k.profile, &k.config, m.load, m.conns, &m.route)?.kernel_share
     };
     Some(types::SplitPoints::of(
         ratio,

@@ -279,6 +279,25 @@ pub struct Summary {
     pub intervals_cover_processes: bool,
 }
 
+/// The row of `config` under `profile` in one cell, among `rows` ([`Summary::row`], and the
+/// summary's own making before it has a `Summary`).
+pub(super) fn find_row<'a>(
+    rows: &'a [Row],
+    profile: Profile,
+    config: &Subject,
+    load: LoadModel,
+    conns: u32,
+    route: &str,
+) -> Option<&'a Row> {
+    rows.iter().find(|r| {
+        r.profile == profile
+            && &r.config == config
+            && r.load == load
+            && r.conns == conns
+            && r.route == route
+    })
+}
+
 impl Summary {
     /// The row of `config` under `profile` in one cell.
     pub fn row(
@@ -289,13 +308,7 @@ impl Summary {
         conns: u32,
         route: &str,
     ) -> Option<&Row> {
-        self.rows.iter().find(|r| {
-            r.profile == profile
-                && &r.config == config
-                && r.load == load
-                && r.conns == conns
-                && r.route == route
-        })
+        find_row(&self.rows, profile, config, load, conns, route)
     }
 
     /// The part of the summary under one load model (its worst resolution its own).
