@@ -104,6 +104,9 @@ pub async fn run_on<E: Engine>(
 ) -> Result<()> {
     let (mut plan, mut notes) = make_plan(args, engine.is_native(), seed)?;
     notes.extend(engine_note);
+    if engine.default_blocks_io_uring() {
+        plan.solo_with_default();
+    }
     let m = &args.measure;
     let (default_server, default_load) = cpus::default_split();
     let server_cpus = m.server_cpus.clone().unwrap_or(default_server);
@@ -194,6 +197,7 @@ pub async fn run_on<E: Engine>(
             schedule: Some(Schedule::Blocks),
             relaunch: plan.relaunch,
             pairing: plan.pairing,
+            solo: plan.solo_keys(),
             server_cpus: server_cpus.clone(),
             load_cpus: load_cpus.clone(),
             network: args.network.name().into(),
@@ -206,6 +210,7 @@ pub async fn run_on<E: Engine>(
             .map(|s| ServerRecord::new(s.key.clone(), s.instance, s.port))
             .collect(),
         slices: vec![],
+        solo: vec![],
         notes,
         complete: false,
         probe,

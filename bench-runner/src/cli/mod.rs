@@ -182,6 +182,12 @@ pub struct MeasureArgs {
     /// time, slice after slice) [default: duet; alternate with --quick or --relaunch once]
     #[arg(long, value_enum)]
     pub pairing: Option<Pairing>,
+    /// With duets, leave out the servers driven alone: by default every round of duets also
+    /// drives legacy, rx and io_uring each alone (kept alive, at every level, under `relaxed`
+    /// and `no-io-uring`, and the engine's `default` where it blocks io_uring) for the seed
+    /// PR's table of each server's own req/s and latency
+    #[arg(long)]
+    pub no_solo: bool,
     /// Keep adding rounds after the planned ones until the A/A control's half-width on CPU per
     /// request is at most PCT percent in every cell, or --max-duration would run out (the
     /// table then names the cells that fell short); an added round drives only the (load

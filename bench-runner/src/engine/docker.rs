@@ -251,6 +251,10 @@ impl Engine for Docker {
         false
     }
 
+    fn default_blocks_io_uring(&self) -> bool {
+        blocks_io_uring(&self.version)
+    }
+
     async fn prepare(&mut self, root: &std::path::Path, no_build: bool) -> Result<()> {
         if no_build {
             return self.check_image().await;
@@ -433,5 +437,29 @@ fn locked_down(
             ..Default::default()
         }),
         ..Default::default()
+    }
+}
+
+/// Whether Docker Engine `version`'s built-in seccomp profile denies io_uring: from 25.0 on
+/// (moby #46762); 20.10 as Debian ships it lets it through. An unreadable version: assumed not.
+fn blocks_io_uring(version: &str) -> bool {
+    version
+        .split('.')
+        .next()
+        .and_then(|major| major.parse::<u32>().ok())
+        .is_some_and(|major| major >= 25)
+}
+
+#[cfg(test)]
+mod default_profile_tests {
+    use super::blocks_io_uring;
+
+    #[test]
+    fn docker_25_and_later_block_io_uring_by_default() {
+        assert!(!blocks_io_uring("20.10.24+dfsg1"));
+        assert!(!blocks_io_uring("24.0.7"));
+        assert!(blocks_io_uring("25.0.3"));
+        assert!(blocks_io_uring("27.1.1"));
+        assert!(!blocks_io_uring("unknown"));
     }
 }

@@ -106,6 +106,11 @@ pub trait Engine {
     /// `docker <version>` or `native`, for the record.
     fn describe(&self) -> String;
     fn is_native(&self) -> bool;
+    /// Whether the engine's own `default` seccomp profile denies io_uring (Docker ≥ 25);
+    /// natively there is no engine default.
+    fn default_blocks_io_uring(&self) -> bool {
+        false
+    }
     /// Builds what it runs (the server image, or the native server); `no_build`: use what is
     /// there.
     async fn prepare(&mut self, root: &Path, no_build: bool) -> Result<()>;

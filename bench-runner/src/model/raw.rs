@@ -236,6 +236,11 @@ pub struct Settings {
     /// How compared servers shared the time (runs before it: alternating slices).
     #[serde(default, skip_serializing_if = "Pairing::is_alternate")]
     pub pairing: Pairing,
+    /// A run of duets: the configurations also driven alone, kept alive at every level of
+    /// the first route, for the seed PR's table (each server's own req/s and latency; runs
+    /// before it, and runs without duets — where every slice is a server alone: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub solo: Vec<ServerKey>,
     pub server_cpus: Vec<usize>,
     pub load_cpus: Vec<usize>,
     /// `host` or `bridge`.
@@ -274,6 +279,10 @@ pub struct Raw {
     pub references: Vec<String>,
     pub servers: Vec<ServerRecord>,
     pub slices: Vec<Slice>,
+    /// A run of duets: the slices of servers driven alone ([`Settings::solo`]), apart from
+    /// `slices` so that every duet figure reads exactly the slices it read before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub solo: Vec<Slice>,
     /// Notes for the reader (fallbacks, what a profile means on this engine).
     pub notes: Vec<String>,
     /// False while the run is going or when it was interrupted.

@@ -56,13 +56,23 @@ impl Plan {
                     0 | 1 => String::new(),
                     k => format!(" x {k} instance pairings"),
                 };
+                let solo = self.solo_cells();
+                let duets = visits - solo;
+                let alone = match solo {
+                    0 => String::new(),
+                    n => format!(" + {n} servers alone"),
+                };
                 format!(
-                    "{} cells; {} comparisons{pairings} as duets = {visits} duets a round; {} rounds = {} duets ({} slices)",
+                    "{} cells; {} comparisons{pairings} as duets = {duets} duets{alone} a round; {} rounds = {} duets{} ({} slices)",
                     self.blocks().len() * self.residents(),
                     self.duets.len(),
                     self.rounds,
-                    self.slices(),
-                    self.slices() * 2
+                    duets * self.rounds as usize,
+                    match solo {
+                        0 => String::new(),
+                        n => format!(" + {} alone", n * self.rounds as usize),
+                    },
+                    (duets * 2 + solo) * self.rounds as usize
                 )
             }
         };
@@ -116,6 +126,21 @@ impl Plan {
             s += &format!(
                 "the open-loop blocks offered shares of keep-alive capacity run after all {} planned rounds of the others: their rates are shares of every keep-alive slice before them\n",
                 self.rounds
+            );
+        }
+        if !self.solo.is_empty() {
+            let keys: Vec<String> = self.solo_keys().iter().map(ToString::to_string).collect();
+            let share = self.solo_cells() as f64 / self.cells().len() as f64;
+            s += &format!(
+                "the seed PR's table: {} driven alone too, kept alive at {} conns, in the same blocks as the duets: {:.0} % of the measuring (about {} s)\n",
+                keys.join(", "),
+                self.conns_of(LoadModel::KeepAlive)
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                share * 100.0,
+                (self.eta().as_secs_f64() * share).round()
             );
         }
         let eta = self.eta().as_secs();

@@ -153,8 +153,13 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
             })
             .collect(),
     };
+    let solo = match pairing {
+        Pairing::Duet if !a.measure.no_solo => solo_servers(&servers, SOLO_PROFILES),
+        _ => vec![],
+    };
     Ok((
         Plan {
+            solo,
             servers,
             loads,
             conns,
@@ -172,6 +177,31 @@ pub fn make_plan(a: &RunArgs, native: bool, seed: u64) -> Result<(Plan, Vec<Stri
         },
         notes,
     ))
+}
+
+/// The profiles the seed table drives its servers alone under: no filter, and the block.
+/// The engine's `default` joins them where it blocks io_uring too ([`Plan::solo_with_default`]).
+pub const SOLO_PROFILES: &[Profile] = &[Profile::Relaxed, Profile::NoIoUring];
+
+/// The seed PR's servers (epoll before and after, and io_uring) under `profiles`, as indices
+/// into `servers`: those of them the run has. None unless rx is there — the table pairs every
+/// cell with it.
+pub(super) fn solo_servers(servers: &[ServerKey], profiles: &[Profile]) -> Vec<usize> {
+    use crate::model::ServerConfig::{IoUring, Legacy, Rx};
+    let at = |profile: Profile, c: crate::model::ServerConfig| {
+        servers.iter().position(|k| {
+            k == &ServerKey {
+                profile,
+                config: c.into(),
+            }
+        })
+    };
+    profiles
+        .iter()
+        .filter(|&&p| at(p, Rx).is_some())
+        .flat_map(|&p| [Legacy, Rx, IoUring].map(|c| at(p, c)))
+        .flatten()
+        .collect()
 }
 
 /// Every model's levels as the plan keeps them: the run's levels (all models' together), and

@@ -47,6 +47,11 @@ pub struct Plan {
     /// `--pairing duet`: the comparisons, as pairs of indices into `servers` (each made a
     /// duet of their instances every round).
     pub duets: Vec<(usize, usize)>,
+    /// A plan of duets: the configurations (indices into `servers`) also driven alone, once a
+    /// round in every keep-alive block of the first route ([`Plan::solo_visits`]) — the seed
+    /// PR's table of each server's own req/s and latency. Empty without duets, where every
+    /// slice is a server alone.
+    pub solo: Vec<usize>,
     /// Rounds added after `rounds` until the A/A control resolves this (`--target-resolution`).
     pub target: Option<crate::target::Target>,
     pub loads: Vec<LoadModel>,
@@ -84,6 +89,19 @@ impl Plan {
         (&self.servers[i / k], (i % k) as u32)
     }
 
+    /// Where the engine's `default` profile blocks io_uring (Docker ≥ 25), the seed table
+    /// drives its servers alone under it as well: it is then the block as most readers meet it.
+    /// Where it lets io_uring through, its row would be `relaxed`'s under a filter, which the
+    /// duets measure.
+    pub fn solo_with_default(&mut self) {
+        if self.solo.is_empty() {
+            return;
+        }
+        let mut profiles = make::SOLO_PROFILES.to_vec();
+        profiles.insert(0, Profile::Default);
+        self.solo = make::solo_servers(&self.servers, &profiles);
+    }
+
     /// The plan without load model `load` (a model the machine cannot measure honestly).
     pub fn leave_out(&mut self, load: LoadModel) {
         self.loads.retain(|&l| l != load);
@@ -103,7 +121,9 @@ impl Plan {
     pub fn cells(&self) -> Vec<Cell> {
         let mut cells = Vec::new();
         for (load, conns, route) in self.blocks() {
-            for (server, partner) in self.visits(0) {
+            let mut visits = self.visits(0);
+            visits.extend(self.solo_visits(0, load, route));
+            for (server, partner) in visits {
                 cells.push(Cell {
                     server,
                     load,
@@ -117,9 +137,22 @@ impl Plan {
     }
 
     /// The planned rounds' visits of the driver: slices, or with duets duets (two slices
-    /// over one window each).
+    /// over one window each) and the servers alone.
     pub fn slices(&self) -> usize {
         self.cells().len() * self.rounds as usize
+    }
+
+    /// How many of a round's visits drive a server alone in a plan of duets.
+    pub fn solo_cells(&self) -> usize {
+        self.blocks()
+            .into_iter()
+            .map(|(load, _, route)| self.solo_visits(0, load, route).len())
+            .sum()
+    }
+
+    /// The configurations driven alone in the seed table ([`Plan::solo`]), as keys.
+    pub fn solo_keys(&self) -> Vec<ServerKey> {
+        self.solo.iter().map(|&i| self.servers[i].clone()).collect()
     }
 
     /// The measuring time: every slice's warm-up, window and overhead (server start-up and

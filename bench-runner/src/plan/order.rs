@@ -111,6 +111,26 @@ impl Plan {
                 .collect(),
         }
     }
+    /// The servers a block of round `round` drives alone besides its duets: each of
+    /// [`Plan::solo`] once, in every keep-alive block of the first route (the instance taking
+    /// its turn by round). Interleaved with the duets in the same shuffled blocks, each
+    /// launched afresh with them: every round is a replicate of these as of the duets.
+    pub(super) fn solo_visits(
+        &self,
+        round: u32,
+        load: LoadModel,
+        route: usize,
+    ) -> Vec<(usize, Option<usize>)> {
+        if self.pairing != Pairing::Duet || load != LoadModel::KeepAlive || route != 0 {
+            return Vec::new();
+        }
+        let k = self.instances.max(1) as usize;
+        self.solo
+            .iter()
+            .map(|&c| (c * k + round as usize % k, None))
+            .collect()
+    }
+
     /// Round `round`'s order (rounds count from 1): every cell once, in blocks — one per
     /// (load model, connection level, route), each visiting every server — with the blocks and the
     /// servers within each shuffled by a generator seeded with the run's seed and the round,
@@ -127,6 +147,7 @@ impl Plan {
         let mut order = Vec::with_capacity(self.cells().len());
         for (load, conns, route) in blocks {
             let mut visits = self.visits(round);
+            visits.extend(self.solo_visits(round, load, route));
             shuffle(&mut visits, &mut rng);
             // Which server of a duet goes first (its clock read first, its load the driver's
             // first) is drawn afresh for every duet: whatever the order does then varies

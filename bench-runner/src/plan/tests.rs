@@ -27,6 +27,7 @@ fn plan(seed: u64) -> Plan {
         relaunch: Relaunch::Once,
         pairing: Pairing::Alternate,
         duets: vec![],
+        solo: vec![],
         target: None,
         loads: vec![LoadModel::KeepAlive],
         conns: vec![64, 256, 512],
@@ -369,6 +370,7 @@ fn a_duet_plan_drives_every_comparison_per_instance_and_rotates_the_partners() {
             "64",
             "--instances",
             "2",
+            "--no-solo",
         ]),
         true,
         5,
@@ -463,15 +465,95 @@ fn the_default_plan_is_duets_and_its_description_counts_them() {
         (Pairing::Duet, Relaunch::Round, 1, 6)
     );
     // Every comparison the table makes, under every (load model, level, route) block.
+    // And the seed table's six servers alone at the three keep-alive levels.
     let comparisons = crate::summary::comparison_pairs(&p.servers, &[]).len();
-    let blocks = p.cells().len() / comparisons;
+    let solo = 6 * 3;
+    assert_eq!(p.solo_cells(), solo);
+    let blocks = (p.cells().len() - solo) / comparisons;
     let first = p.describe().lines().next().unwrap().to_string();
     let want = format!(
-        "= {} cells; {comparisons} comparisons as duets = {} duets a round; 6 rounds = {} duets ({} slices)",
+        "= {} cells; {comparisons} comparisons as duets = {} duets + {solo} servers alone a round; 6 rounds = {} duets + {} alone ({} slices)",
         blocks * p.servers.len(),
         blocks * comparisons,
         6 * blocks * comparisons,
-        12 * blocks * comparisons
+        6 * solo,
+        12 * blocks * comparisons + 6 * solo
     );
     assert!(first.ends_with(&want), "{first}\nwant …{want}");
+}
+
+/// A plan of duets drives the seed table's servers alone too: legacy, rx and io_uring under
+/// `relaxed` and `no-io-uring`, once a round in every keep-alive block of the first route and
+/// nowhere else; `--no-solo` leaves them out, and an engine whose default blocks io_uring adds
+/// its `default` row.
+#[test]
+fn a_plan_of_duets_drives_the_seed_servers_alone_in_its_keep_alive_blocks() {
+    use clap::Parser;
+    let plan_of = |extra: &[&str]| {
+        let mut argv = vec![
+            "bench-runner",
+            "--configs",
+            "legacy,rx,oneshot,io_uring,io_uring-control",
+            "--load",
+            "keepalive,per-request",
+            "--conns",
+            "64,256",
+            "--per-request-conns",
+            "64",
+            "--routes",
+            "GET:/,POST:/user",
+        ];
+        argv.extend_from_slice(extra);
+        let args = crate::cli::Cli::try_parse_from(argv).unwrap().run;
+        make_plan(&args, false, 11).unwrap().0
+    };
+    let p = plan_of(&[]);
+    assert_eq!(p.pairing, Pairing::Duet);
+    let alone: Vec<String> = p.solo_keys().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        alone,
+        [
+            "relaxed/legacy",
+            "relaxed/rx",
+            "relaxed/io_uring",
+            "no-io-uring/legacy",
+            "no-io-uring/rx",
+            "no-io-uring/io_uring"
+        ]
+    );
+    for round in 1..=3 {
+        let order = p.round_order(round);
+        let solo: Vec<&Cell> = order.iter().filter(|c| c.partner.is_none()).collect();
+        // Six servers x two keep-alive levels, on the first route only.
+        assert_eq!(solo.len(), 6 * 2, "round {round}");
+        assert!(solo
+            .iter()
+            .all(|c| c.load == LoadModel::KeepAlive && c.route == 0));
+        let mut servers: Vec<usize> = solo.iter().map(|c| c.server).collect();
+        servers.sort_unstable();
+        servers.dedup();
+        assert_eq!(servers.len(), 6);
+        // Interleaved with the duets of their block, not run as a block of their own.
+        let block = |c: &Cell| (c.load, c.conns, c.route);
+        let first = order.iter().position(|c| c.partner.is_none()).unwrap();
+        let same_block = order
+            .iter()
+            .filter(|c| block(c) == block(&order[first]))
+            .count();
+        assert!(same_block > 6, "{same_block}");
+    }
+    assert_eq!(p.solo_cells(), 12);
+    assert_eq!(p.slices(), p.cells().len() * p.rounds as usize);
+    assert!(
+        p.describe().contains("the seed PR's table"),
+        "{}",
+        p.describe()
+    );
+
+    assert!(plan_of(&["--no-solo"]).solo.is_empty());
+    assert!(plan_of(&["--pairing", "alternate"]).solo.is_empty());
+    let mut with_default = plan_of(&[]);
+    with_default.solo_with_default();
+    assert_eq!(with_default.solo.len(), 9);
+    assert_eq!(with_default.solo_keys()[0].to_string(), "default/legacy");
 }

@@ -14,6 +14,7 @@ mod latency;
 mod open;
 mod palette;
 mod resolution;
+mod seed;
 mod table;
 mod why;
 

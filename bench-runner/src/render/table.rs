@@ -46,10 +46,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     let mut t = String::from("# rxbench results\n\n");
     // The answer first; how it was made, and the evidence, after.
     t += &super::headline::headline(raw, s).markdown();
-    t += &seed_pr_table(s, &raw.settings.first_route());
-    if raw.settings.pairing == Pairing::Duet {
-        t += "In this run of duets each server shared its CPU with the server it was compared with, over the same window: its req/s and P50 above are those of a shared machine, not of a server alone; CPU per request, the last column, is the comparison.\n\n";
-    }
+    t += &super::seed::section(raw, s);
     t += &super::why::section(raw, s);
     let st = &raw.settings;
     let factors = raw.machine.cost_factors();
@@ -163,75 +160,6 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     }
     t += &evidence_notes(raw);
     t += super::glossary::GLOSSARY;
-    t
-}
-
-/// The seed PR's own table: connections × epoll before (legacy) / after (rx) / io_uring,
-/// req/s and P50, kept alive, with no seccomp filter (`relaxed`, as the PR measured outside
-/// any container).
-fn seed_pr_table(s: &Summary, route: &str) -> String {
-    let s = &s.for_load(LoadModel::KeepAlive);
-    let cols = [
-        ServerConfig::Legacy,
-        ServerConfig::Rx,
-        ServerConfig::IoUring,
-    ];
-    let levels: Vec<u32> = {
-        let mut v: Vec<u32> = s
-            .rows
-            .iter()
-            .filter(|r| r.load == LoadModel::KeepAlive && r.profile == Profile::Relaxed)
-            .map(|r| r.conns)
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let get = |c: ServerConfig, n: u32| {
-        s.rows.iter().find(|r| {
-            r.load == LoadModel::KeepAlive
-                && r.profile == Profile::Relaxed
-                && r.config == Subject::Own(c)
-                && r.conns == n
-                && r.route == route
-        })
-    };
-    if levels.is_empty()
-        || !cols
-            .iter()
-            .all(|&c| levels.iter().any(|&n| get(c, n).is_some()))
-    {
-        return String::new();
-    }
-    let mut t = String::from("## The seed PR's table, measured here\n\nKept alive, `relaxed` (no seccomp filter), one worker; req/s (median of saturated slices) and P50, then rx against legacy paired on CPU per request (the fix, as a cost: below 0 is cheaper).\n\n| conns | epoll before (legacy) | epoll after (rx) | io_uring | rx vs legacy, CPU per request |\n| --- | --- | --- | --- | --- |\n");
-    for n in levels {
-        let cell = |c| {
-            get(c, n).map_or("–".to_string(), |r| {
-                format!(
-                    "{} · {}",
-                    short_rate(r.rps_median),
-                    two_digit_latency(r.p50_us)
-                )
-            })
-        };
-        let fix = comparison(
-            s,
-            Profile::Relaxed,
-            &Subject::Own(ServerConfig::Rx),
-            (Profile::Relaxed, &Subject::Own(ServerConfig::Legacy)),
-            n,
-            route,
-            Metric::CpuPerRequest,
-        )
-        .map_or("–".to_string(), |c| ratio_text(&c.interval()));
-        t += &format!(
-            "| {n} | {} | {} | {} | {fix} |\n",
-            cell(ServerConfig::Legacy),
-            cell(ServerConfig::Rx),
-            cell(ServerConfig::IoUring)
-        );
-    }
-    t += "\n";
     t
 }
 

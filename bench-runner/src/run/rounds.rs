@@ -13,7 +13,7 @@ use super::{Result, RunError};
 use crate::cli::RunArgs;
 use crate::engine::Engine;
 use crate::load::{LoadDriver, Setup};
-use crate::model::{instance_label, FailureKind, Raw, Relaunch, Slice};
+use crate::model::{instance_label, FailureKind, Pairing, Raw, Relaunch, Slice};
 use crate::plan::{Cell, Plan};
 use crate::pool::Pool;
 use crate::preflight::check_ports;
@@ -69,14 +69,24 @@ impl Rounds<'_> {
                     .as_ref()
                     .filter(|e| e.kind() == Some(FailureKind::EngineLost))
                     .map(|e| e.headline().to_string()));
-                raw.slices.push(slice);
+                // A server alone in a run of duets is the seed table's, kept apart.
+                if cell.partner.is_none() && self.plan.pairing == Pairing::Duet {
+                    raw.solo.push(slice);
+                } else {
+                    raw.slices.push(slice);
+                }
             }
             record::write_raw(self.dir, raw)?;
             if let Some(cause) = lost {
                 bar.finish_and_clear();
                 return Err(RunError::EngineLost {
                     cause,
-                    slices: raw.slices.iter().filter(|s| s.ok()).count(),
+                    slices: raw
+                        .slices
+                        .iter()
+                        .chain(&raw.solo)
+                        .filter(|s| s.ok())
+                        .count(),
                     dir: self.dir.to_path_buf(),
                 });
             }
@@ -185,7 +195,7 @@ impl Rounds<'_> {
             loop {
                 round += 1;
                 // A round's length is counted in visits (a duet is one visit and two slices).
-                let visits = raw.slices.len() / plan.pairing.slices_per_visit();
+                let visits = raw.slices.len() / plan.pairing.slices_per_visit() + raw.solo.len();
                 let per_visit = measuring.elapsed() / visits.max(1) as u32;
                 let blocks = match target.next(
                     &summarise_slices(raw),

@@ -15,12 +15,14 @@ mod means;
 mod pairs;
 mod reach;
 mod row;
+mod seed;
 mod types;
 pub use calibration::{Calibration, PairOffset};
 use means::{add_route_means, route_means};
 pub use pairs::comparison_pairs;
 pub use reach::{answered_after_s, run_end_s, Reach};
 use row::row;
+pub use seed::{seed_table, FallbackShare, Limit, SeedCell, SeedSource, SeedTable, SEED_COLUMNS};
 pub use types::{
     resolution_limit, Comparison, Metric, OpenRow, Resolution, RouteMean, Row, SplitPoints,
     Summary, DEFAULT_RESOLUTION, KEPT_UP, MEAN_ROUTE, SATURATED,
@@ -53,6 +55,7 @@ type ByInstance = BTreeMap<u32, Series>;
 pub fn summarise(raw: &Raw) -> Summary {
     let mut s = summarise_slices(raw);
     s.reach = reach::reach(raw, resolution_limit(&raw.settings));
+    s.seed = seed_table(raw);
     s
 }
 
@@ -268,6 +271,7 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
         reach: Vec::new(),
         calibration,
         intervals_cover_processes: raw.settings.intervals_cover_processes(),
+        seed: None,
     }
 }
 

@@ -126,6 +126,7 @@ pub fn synthetic_instances(
             schedule: None,
             relaunch: Default::default(),
             pairing: Default::default(),
+            solo: vec![],
             server_cpus: vec![0],
             load_cpus: vec![1],
             network: "host".into(),
@@ -155,6 +156,7 @@ pub fn synthetic_instances(
             })
             .collect(),
         slices,
+        solo: vec![],
         notes: vec![],
         complete: true,
         probe: None,

@@ -277,6 +277,9 @@ pub struct Summary {
     /// result must also exceed what the A/A pair reached in its cell.
     #[serde(default)]
     pub intervals_cover_processes: bool,
+    /// The seed PR's table: each server alone, kept alive (none: the run drove no rx alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<super::SeedTable>,
 }
 
 /// The row of `config` under `profile` in one cell, among `rows` ([`Summary::row`], and the
@@ -349,6 +352,8 @@ impl Summary {
             // The run's check of its intervals is the whole run's: said once, not per load.
             calibration: None,
             intervals_cover_processes: self.intervals_cover_processes,
+            // The seed table is kept alive and the run's, said once.
+            seed: None,
         }
     }
 
