@@ -96,9 +96,17 @@ fn check_files(dir: &Path) {
     }
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
     assert!(
-        table.contains("**Resolution**") && table.contains("## Evidence"),
+        table.contains("**Resolution**") && table.contains("evidence.md beside this file"),
         "{table}"
     );
+    // The evidence beside it, and in the page's collapsed last section.
+    let evidence = std::fs::read_to_string(dir.join("evidence.md")).unwrap();
+    assert!(
+        evidence.contains("## Evidence") && evidence.contains("## Servers"),
+        "{evidence}"
+    );
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains("<details id=\"evidence\">"));
     assert!(std::fs::read_to_string(dir.join("results.csv"))
         .unwrap()
         .starts_with("profile,config,load,conns,route,"));
@@ -1465,7 +1473,8 @@ fn a_foreign_server_is_measured_beside_ours_and_one_that_cannot_start_is_a_resul
     );
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
     assert!(table.contains("## Against the foreign servers"), "{table}");
-    assert!(table.contains("## Syscall profiles"), "{table}");
+    let evidence = std::fs::read_to_string(dir.join("evidence.md")).unwrap();
+    assert!(evidence.contains("## Syscall profiles"), "{evidence}");
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
 
@@ -1716,7 +1725,7 @@ fn floor_binary() -> PathBuf {
 /// printed last.
 fn assert_headline_names_mine(dir: &Path) {
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
-    let head = &table[..table.find("Terms: [glossary]").expect("a headline")];
+    let head = &table[..table.find("Terms ([glossary]").expect("a headline")];
     assert!(
         head.contains("- **`mine`** under the block (`no-io-uring` against `relaxed`), change in CPU per request:\n  - kept alive (64 connections): "),
         "{head}"
@@ -1912,8 +1921,26 @@ fn native_duet_run_drives_both_servers_of_each_comparison_at_once() {
     }
     let aa = comparison(&summary, "io_uring-control", "io_uring", "cpu_per_request");
     assert_eq!(aa["pairs"], 3, "Student's t over the 3 rounds: {aa}");
+    // The seed PR's servers of the run (rx and io_uring) each driven alone too, once a round,
+    // kept apart from the duets' slices.
+    let solo = raw["solo"]
+        .as_array()
+        .expect("servers alone beside the duets");
+    assert_eq!(solo.len(), 2 * 3, "{solo:?}");
+    assert!(solo
+        .iter()
+        .all(|s| s["duet"].is_null() && s["error"].is_null()));
+    let cells = summary["seed"]["cells"].as_array().expect("the seed table");
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    assert!(cells
+        .iter()
+        .all(|c| c["slices"] == 3 && c["rps_median"].as_f64().unwrap() > 0.0));
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
     assert!(table.contains("Pairing: duets"), "{table}");
+    assert!(
+        table.contains("## The seed PR's table: each server alone"),
+        "{table}"
+    );
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
     for port in 3981..3987 {
         assert!(

@@ -20,7 +20,7 @@ fn headline_of(run: &str) -> String {
         .unwrap_or_else(|| panic!("{run}/table.md has no headline"));
     let body = &table[start..];
     let body = &body[body.find("\n\n").unwrap() + 2..];
-    body[..body.find("\n\nTerms:").unwrap()].to_string()
+    body[..body.find("\n\nTerms (").unwrap()].to_string()
 }
 
 #[test]
@@ -75,4 +75,73 @@ fn the_readme_answers_first_from_committed_runs() {
         .position(|l| l.starts_with("<!-- headline: "))
         .unwrap();
     assert!(first < 30, "the answer starts at line {first}");
+}
+
+/// One reference run: the run README.md answers from (its first headline block) is the one
+/// `results/latest` points at and the one results/README.md marks `latest`, and every link
+/// README.md gives as "the reference run" goes to it.
+#[test]
+fn readme_latest_and_the_results_index_name_one_reference_run() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let at = readme
+        .find("<!-- headline: results/")
+        .expect("README.md quotes no run's headline");
+    let rest = &readme[at + "<!-- headline: results/".len()..];
+    let reference = &rest[..rest.find(" -->").unwrap()];
+    let latest = std::fs::read_link(root().join("results/latest")).expect("results/latest");
+    assert_eq!(
+        latest.to_str().unwrap(),
+        reference,
+        "results/latest is not the run README.md answers from"
+    );
+    let index = std::fs::read_to_string(root().join("results/README.md")).unwrap();
+    assert!(
+        index.contains(&format!("`{reference}/` (`latest`)")),
+        "results/README.md does not mark {reference} as `latest`"
+    );
+    for (at, _) in readme.match_indices("reference run") {
+        let tail = &readme[at..(at + 200).min(readme.len())];
+        if let Some(link) = tail.find("](results/") {
+            let run = &tail[link + "](results/".len()..];
+            let Some(end) = run.find('/') else { continue };
+            let run = &run[..end];
+            if !root().join("results").join(run).is_dir() {
+                continue; // a link to an index, not to a run
+            }
+            assert_eq!(
+                run, reference,
+                "README.md's \"reference run\" link goes to {run}"
+            );
+        }
+    }
+}
+
+/// Every term a committed run's headline lists is defined in that run's glossary.
+#[test]
+fn every_term_a_headline_lists_is_in_its_glossary() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root().join("results")).unwrap() {
+        let dir = entry.unwrap().path();
+        if dir.is_symlink() {
+            continue;
+        }
+        let Ok(table) = std::fs::read_to_string(dir.join("table.md")) else {
+            continue;
+        };
+        let Some(at) = table.find("\nTerms ([glossary](#glossary)): ") else {
+            continue;
+        };
+        let line = &table[at + "\nTerms ([glossary](#glossary)): ".len()..];
+        let line = &line[..line.find(". The evidence").unwrap()];
+        let glossary = &table[table.find("\n## Glossary\n").expect("a glossary")..];
+        for term in line.split("; ") {
+            assert!(
+                glossary.contains(&format!("\n- **{term}**: ")),
+                "{}: the headline lists {term:?}, which its glossary does not define",
+                dir.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no committed run lists its headline's terms");
 }

@@ -7,8 +7,9 @@ use std::path::Path;
 use bench_runner::record::read_raw;
 use bench_runner::render::write_all;
 
-const OUTPUTS: [&str; 6] = [
+const OUTPUTS: [&str; 7] = [
     "table.md",
+    "evidence.md",
     "summary.json",
     "results.csv",
     "comparisons.csv",

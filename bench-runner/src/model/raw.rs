@@ -468,10 +468,10 @@ impl Schedule {
     pub fn describe(self, by_load: bool) -> &'static str {
         match (self, by_load) {
             (Schedule::Blocks, false) => {
-                "in a fresh random order within blocks of one connection level and route"
+                "in a fresh random order within groups of one connection level and route"
             }
             (Schedule::Blocks, true) => {
-                "in a fresh random order within blocks of one load model, connection level and route"
+                "in a fresh random order within groups of one load model, connection level and route"
             }
             (Schedule::Shuffled, _) => "in a fresh random order",
         }

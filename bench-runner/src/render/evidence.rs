@@ -4,7 +4,7 @@
 
 use crate::model::{LoadModel, Raw};
 use crate::stats::two_digit_latency;
-use crate::summary::{Summary, SATURATED};
+use crate::summary::{Summary, SATURATED, UNSATURATED_NOTE};
 
 /// The evidence table of one load model (`None`: a run of keep-alive alone, whose heading
 /// names no load).
@@ -15,6 +15,7 @@ pub(super) fn evidence_rows(s: &Summary, load: Option<LoadModel>) -> String {
     };
     let mut t = heading
         + "\n\n| profile | config | route | backend observed | conns | req/s median [min–max] | CPU µs/req median [min–max] | P50 | P99 | server CPU | driver CPU | unsaturated slices | syscalls/req (epoll_ctl) | slices ok/failed | notes |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    let mut unsaturated = false;
     for r in &s.rows {
         let sys = |k: &str| {
             r.syscalls_per_request
@@ -44,6 +45,11 @@ pub(super) fn evidence_rows(s: &Summary, load: Option<LoadModel>) -> String {
                 format!("{notes}; {closes}")
             };
         }
+        // Said once under the table, not in every row.
+        if notes.contains(UNSATURATED_NOTE) {
+            notes = notes.replace(UNSATURATED_NOTE, "no slice saturated the server †");
+            unsaturated = true;
+        }
         let cpu = match (
             r.cpu_us_per_request,
             r.cpu_us_per_request_min,
@@ -65,6 +71,9 @@ pub(super) fn evidence_rows(s: &Summary, load: Option<LoadModel>) -> String {
             },
             sys("total"), sys("epoll_ctl"), r.rounds_ok, r.rounds_failed, notes.replace('|', "/")
         );
+    }
+    if unsaturated {
+        t += &format!("\n† {UNSATURATED_NOTE}.\n");
     }
     t
 }

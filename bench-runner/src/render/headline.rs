@@ -30,7 +30,12 @@ impl Headline {
                 None => t += &format!("- {l}\n"),
             }
         }
-        t += "\nTerms: [glossary](#glossary). The evidence for every figure follows.\n\n";
+        // The glossary's terms these lines use, listed: each one defined there.
+        let terms = super::glossary::terms_in(&self.lines.join("\n"));
+        t += &format!(
+            "\nTerms ([glossary](#glossary)): {}. The evidence for every figure follows.\n\n",
+            terms.join("; ")
+        );
         t
     }
 

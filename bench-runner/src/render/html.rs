@@ -41,9 +41,25 @@ pub const FIGURES_HERE: &str = "<!-- figures -->";
 
 /// The page: `table_md` rendered, with the figures (SVG, caption) inlined before the first
 /// section.
-pub fn page(title: &str, table_md: &str, figures: &[(String, String)]) -> String {
+pub fn page(
+    title: &str,
+    table_md: &str,
+    evidence_md: &str,
+    figures: &[(String, String)],
+) -> String {
     let mut body = String::new();
     html::push_html(&mut body, Parser::new_ext(table_md, Options::ENABLE_TABLES));
+    // The evidence last and collapsed: there for whoever checks a figure, out of the way of
+    // whoever reads the answer. Its own title becomes the summary line.
+    if !evidence_md.is_empty() {
+        let (first, rest) = evidence_md.split_once('\n').unwrap_or((evidence_md, ""));
+        let mut evidence = String::new();
+        html::push_html(&mut evidence, Parser::new_ext(rest, Options::ENABLE_TABLES));
+        body += &format!(
+            "<details id=\"evidence\">\n<summary>{}</summary>\n{evidence}</details>\n",
+            escape(first.trim_start_matches('#').trim())
+        );
+    }
     let mut inlined = String::new();
     for (svg, caption) in figures {
         // The SVG goes in as markup: no XML declaration inside HTML.
@@ -81,6 +97,9 @@ pub fn page(title: &str, table_md: &str, figures: &[(String, String)]) -> String
 fn with_heading_ids(body: &str) -> String {
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
+    // A heading met again gets `-1`, `-2`, … as GitHub numbers them: every id unique, so
+    // every in-page link reaches its own section.
+    let mut seen: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
     while let Some(at) = rest.find("<h2>") {
         out.push_str(&rest[..at]);
         let after = &rest[at + 4..];
@@ -95,6 +114,12 @@ fn with_heading_ids(body: &str) -> String {
             .split_whitespace()
             .collect::<Vec<_>>()
             .join("-");
+        let times = seen.entry(id.clone()).or_insert(0);
+        let id = match *times {
+            0 => id,
+            n => format!("{id}-{n}"),
+        };
+        *times += 1;
         out.push_str(&format!("<h2 id=\"{id}\">"));
         rest = after;
     }
@@ -133,8 +158,13 @@ mod tests {
         let page = page(
             "rxbench <run>",
             md,
+            "# Evidence: run\n\n| conns | rx |\n| --- | --- |\n| 64 | epoll/rx |\n",
             &[(svg.to_string(), CHART_CAPTION.to_string())],
         );
+        // The evidence last, collapsed, its title the summary line.
+        let details = page.find("<details id=\"evidence\">").unwrap();
+        assert!(page.contains("<summary>Evidence: run</summary>"), "{page}");
+        assert!(page.find("309k").unwrap() < details && details < page.find("epoll/rx").unwrap());
         assert!(page.starts_with("<!DOCTYPE html>"));
         assert!(page.contains("<title>rxbench &lt;run&gt;</title>"));
         assert!(page.contains("<h1>rxbench results</h1>"));
@@ -160,7 +190,7 @@ mod placement {
     #[test]
     fn figures_go_where_the_table_marks_them_and_sections_get_ids() {
         let md = format!("# t\n\n## What it costs here\n\n- answer\n\n{FIGURES_HERE}\n\n## Profile `x`\n\ntext\n");
-        let page = page("t", &md, &[("<svg></svg>".into(), "c".into())]);
+        let page = page("t", &md, "", &[("<svg></svg>".into(), "c".into())]);
         let (answer, svg, profile) = (
             page.find("<h2 id=\"what-it-costs-here\">").unwrap(),
             page.find("<svg").unwrap(),
@@ -168,5 +198,18 @@ mod placement {
         );
         assert!(answer < svg && svg < profile, "{page}");
         assert!(!page.contains(FIGURES_HERE));
+    }
+
+    #[test]
+    fn a_heading_met_again_gets_an_id_of_its_own() {
+        let md = "# t\n\n## Profile `default`\n\nx\n\n## Profile `default`\n\ny\n\n## Profile `default`\n";
+        let page = page("t", md, "", &[]);
+        for id in ["profile-default", "profile-default-1", "profile-default-2"] {
+            assert_eq!(
+                page.matches(&format!("id=\"{id}\"")).count(),
+                1,
+                "{id}: {page}"
+            );
+        }
     }
 }

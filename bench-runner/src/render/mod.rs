@@ -1,4 +1,5 @@
-//! Writes a run's outputs from raw.json: summary.json, table.md, results.csv, comparisons.csv,
+//! Writes a run's outputs from raw.json: summary.json, table.md (the answer and the
+//! comparisons), evidence.md (every cell's evidence and every server's record), results.csv, comparisons.csv,
 //! answer.svg (what the block costs, the first figure), chart.svg, latency.svg (with open-loop
 //! cells) and report.html (all of it in one page)
 //! (raw.json itself is the runner's to write: re-rendering never rewrites the source).
@@ -11,6 +12,7 @@ mod glossary;
 pub mod headline;
 mod html;
 mod latency;
+mod loads;
 mod open;
 mod palette;
 mod resolution;
@@ -85,6 +87,8 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
     let summary = file.summary;
     let markdown = table_md(raw, &summary);
     write("table.md", markdown.clone())?;
+    let evidence = table::evidence_markdown(raw, &summary);
+    write("evidence.md", evidence.clone())?;
     write("results.csv", csv::rows(&summary))?;
     write("comparisons.csv", csv::comparisons(&summary))?;
     // A chart per closed-loop model: the run's first in chart.svg (keep-alive, where it ran),
@@ -116,7 +120,10 @@ pub fn write_all(dir: &Path, raw: &Raw) -> Result<Summary, RenderError> {
         figures.push((svg, html::LATENCY_CAPTION.to_string()));
     }
     let title = format!("rxbench results {} ({})", raw.started_utc, raw.engine);
-    write("report.html", html::page(&title, &markdown, &figures))?;
+    write(
+        "report.html",
+        html::page(&title, &markdown, &evidence, &figures),
+    )?;
     if let Some(group) = raw.settings.calibration_group {
         let study = crate::calibrate::analyse(raw, group);
         write("calibration.md", crate::calibrate::markdown(raw, &study))?;

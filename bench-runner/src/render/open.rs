@@ -17,8 +17,22 @@ pub fn short_us(us: f64) -> String {
     }
 }
 
+/// evidence.md's latency tables of one open-loop model: what they show, said once, then a
+/// table per profile and route.
+pub(super) fn latency_tables(s: &Summary, load: LoadModel, routes: &[String]) -> String {
+    let tables: String = Profile::ALL
+        .into_iter()
+        .flat_map(|p| routes.iter().map(move |r| (p, r)))
+        .map(|(p, r)| latency_table(s, load, p, r))
+        .collect();
+    if tables.is_empty() {
+        return tables;
+    }
+    format!("Load `{}`, latency at the offered rate, from each request's due time: P50 and P99 the medians over slices of each slice's own (a few overloaded slices would set a merged P99), P99.9 from the slices' histograms merged; `uncorrected`: from the actual send, as a closed-loop driver reports it. Overloaded: slices in which the server answered under {:.0} % of the rate offered, its queue growing through the slice (their latency is the backlog's); behind: slices in which the driver fell behind its own schedule (left out of the paired latency changes). `share`: the rate offered over the server's median keep-alive req/s at that level over the whole run — the share of its capacity it really got (the rate was fixed from the keep-alive slices before it; one slice's req/s swings by the machine's noise).\n\n{tables}", load.name(), KEPT_UP * 100.0)
+}
+
 /// The latency table of one open-loop model under one profile: a row per server and level.
-pub(super) fn latency_table(s: &Summary, load: LoadModel, profile: Profile, route: &str) -> String {
+fn latency_table(s: &Summary, load: LoadModel, profile: Profile, route: &str) -> String {
     if route == MEAN_ROUTE {
         return String::new();
     }
@@ -31,7 +45,7 @@ pub(super) fn latency_table(s: &Summary, load: LoadModel, profile: Profile, rout
     if rows.is_empty() {
         return String::new();
     }
-    let mut t = format!("Latency at the offered rate, from each request's due time: P50 and P99 the medians over slices of each slice's own (a few overloaded slices would set a merged P99), P99.9 from the slices' histograms merged; `uncorrected`: from the actual send, as a closed-loop driver reports it. Overloaded: slices in which the server answered under {:.0} % of the rate offered, its queue growing through the slice (their latency is the backlog's); behind: slices in which the driver fell behind its own schedule (left out of the paired latency changes). `share`: the rate offered over the server's median keep-alive req/s at that level over the whole run — the share of its capacity it really got (the rate was fixed from the keep-alive slices before it; one slice's req/s swings by the machine's noise):\n\n| config | conns | offered req/s | share | achieved | P50 | P99 | P99.9 | P99 uncorrected | slices overloaded / behind / all |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", KEPT_UP * 100.0);
+    let mut t = format!("`{}`, route `{route}`:\n\n| config | conns | offered req/s | share | achieved | P50 | P99 | P99.9 | P99 uncorrected | slices overloaded / behind / all |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n", profile.name());
     for (r, o) in rows {
         t += &format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |\n",

@@ -13,29 +13,42 @@ pub fn section(raw: &Raw, s: &Summary) -> String {
     let st = &raw.settings;
     let how = match table.source {
         SeedSource::AloneBesideDuets => {
-            "in the same shuffled blocks as the duets and launched afresh with them every round"
+            "in the same shuffled groups as the duets and launched afresh with them every round"
         }
         SeedSource::Alternating => "one server at a time, the order shuffled every round",
     };
     let mut t = format!(
-        "## The seed PR's table: each server alone\n\nKept alive, one worker on server CPU {:?}, each server driven alone by {} on CPU {:?} for {:.0} ms windows after a {:.0} ms warm-up, {how}; {} rounds on `{}`. Each cell: the median req/s and its change against rx by round (95 % interval, Student's t over rounds; rx's own: ± the interval of its rate); P50 and P99 of the slices' merged histograms, P50's change against rx; what set the rate (the server's and the driver's CPU busy: server-bound, driver-bound, or neither — the pair's ping-pong). In a closed loop each connection has one request in flight, so P50 is about the connections over the rate (Little's law): a lower P50 beside a higher rate is the same finding.\n\n",
+        "## The seed PR's table: each server alone\n\nKept alive, one worker on server CPU {:?}, each server driven alone by {} on CPU {:?} for {:.0} ms windows after a {:.0} ms warm-up, {how}; {} slices a cell over {} rounds, on `{}`. Each cell: the median req/s and its change against rx by round (95 % interval, Student's t over rounds; rx's own: ± the interval of its rate); P50 and P99 of the slices' merged histograms, P50's change against rx; what set the rate (the server's and the driver's CPU busy: server-bound, driver-bound, or neither — the pair's ping-pong). In a closed loop each connection has one request in flight, so P50 is about the connections over the rate (Little's law): a lower P50 beside a higher rate is the same finding.\n\n",
         st.server_cpus,
         raw.driver,
         st.load_cpus,
         st.slice_s * 1000.0,
         st.slice_warmup_s * 1000.0,
+        slices_text(table),
         table.rounds,
         table.route,
     );
     if !st.intervals_cover_processes() {
         t += "The servers stayed resident for the run: these intervals over rounds do not carry what two processes of one server differ by (the A/A control's does).\n\n";
     }
-    for profile in Profile::ALL {
+    // The PR's own setting first (no filter), then the block, then the engine's default.
+    for profile in [Profile::Relaxed, Profile::NoIoUring, Profile::Default] {
         if table.cells.iter().any(|c| c.profile == profile) {
             t += &profile_table(table, profile);
         }
     }
     t
+}
+
+/// `6–10`: the fewest and most slices a cell has (rounds added for the target resolution
+/// visit only the groups still wider than it).
+fn slices_text(table: &SeedTable) -> String {
+    let n = table.cells.iter().map(|c| c.slices);
+    match (n.clone().min(), n.max()) {
+        (Some(a), Some(b)) if a < b => format!("{a}–{b}"),
+        (Some(a), _) => a.to_string(),
+        _ => "0".into(),
+    }
 }
 
 /// One profile's rows: a level each, a column per server (and under the block the PR's own

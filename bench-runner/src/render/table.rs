@@ -1,26 +1,11 @@
 //! table.md: the seed PR's layout, every change with its paired interval, then the evidence.
 
-use super::cross::{against_foreign, filter_cost};
+use super::cross::filter_cost;
 use super::evidence::{evidence_notes, evidence_rows};
+use super::loads::{load_tables, notes_once};
 use super::resolution::{calibration_text, how_to_read_rest, resolution_text, target_text};
-use crate::model::{LoadModel, Pairing, Profile, Raw, Relaunch, ServerConfig, Settings, Subject};
-use crate::stats::{ratio_text, short_rate, two_digit_latency};
-use crate::summary::{Comparison, Metric, Row, Summary, MEAN_ROUTE};
-
-/// Column order of the seed PR's table.
-const COLUMNS: [ServerConfig; 5] = [
-    ServerConfig::Legacy,
-    ServerConfig::Rx,
-    ServerConfig::IoUring,
-    ServerConfig::IoUringControl,
-    ServerConfig::Oneshot,
-];
-
-fn find<'a>(s: &'a Summary, p: Profile, c: &Subject, conns: u32, route: &str) -> Option<&'a Row> {
-    s.rows
-        .iter()
-        .find(|r| r.profile == p && &r.config == c && r.conns == conns && r.route == route)
-}
+use crate::model::{LoadModel, Pairing, Profile, Raw, Relaunch, Settings, Subject};
+use crate::summary::{Comparison, Metric, Summary, MEAN_ROUTE};
 
 pub fn comparison<'a>(
     s: &'a Summary,
@@ -141,188 +126,46 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     if routes.len() > 1 {
         routes.push(MEAN_ROUTE.into());
     }
-    let parts: Vec<(LoadModel, Summary)> = st.loads.iter().map(|&l| (l, s.for_load(l))).collect();
-    for (load, part) in &parts {
+    t += &notes_once(s, &st.loads);
+    for &load in &st.loads {
+        let part = s.for_load(load);
         if by_load {
             t += &format!("# Load `{}`: {}\n\n", load.name(), load.describe());
-            t += &resolution_text(part, st, crate::summary::resolution_limit(st));
+            t += &resolution_text(&part, st, crate::summary::resolution_limit(st));
         }
-        t += &load_tables(part, *load, &routes);
+        t += &load_tables(&part, load, &routes);
     }
-    if by_load {
-        t += "# Evidence\n\n";
-        for (load, part) in &parts {
-            t += &evidence_rows(part, Some(*load));
+    t += &filter_cost(s, &st.loads, &routes);
+    t += EVIDENCE_POINTER;
+    t += &super::glossary::markdown();
+    t
+}
+
+/// Where table.md sends its reader for the evidence (evidence.md; the page's last section).
+pub const EVIDENCE_POINTER: &str = "The evidence for every cell — the backend each server said it ran, req/s and CPU per request with their spread, P50 and P99, how busy the server and the driver were, syscalls per request, failures — and every server's start-up line are in evidence.md beside this file (report.html: the collapsed section at its end).\n\n";
+
+/// evidence.md: every cell's evidence per load model, what its columns mean, the syscall
+/// profiles and the servers' records.
+pub fn evidence_markdown(raw: &Raw, s: &Summary) -> String {
+    let mut t = format!(
+        "# Evidence: rxbench {} ({})
+
+",
+        raw.started_utc, raw.engine
+    );
+    if raw.settings.loads != [LoadModel::KeepAlive] {
+        for &load in &raw.settings.loads {
+            let part = s.for_load(load);
+            t += &evidence_rows(&part, Some(load));
             t += "\n";
+            if load.offered().is_some() {
+                t += &super::open::latency_tables(&part, load, &raw.settings.route_names());
+            }
         }
     } else {
         t += &evidence_rows(s, None);
     }
-    t += &evidence_notes(raw);
-    t += super::glossary::GLOSSARY;
-    t
-}
-
-/// Every table of one load model: per profile the seed PR's three, then what the profile
-/// costs, the foreign servers, the mean over the routes.
-fn load_tables(s: &Summary, load: LoadModel, routes: &[String]) -> String {
-    let open = load.offered().is_some();
-    let closed_tables = [
-        ("req/s", Metric::Rps),
-        ("CPU per request (µs)", Metric::CpuPerRequest),
-        ("P50 latency (where a column has its baseline, the paired change alone: each histogram keeps two significant digits, coarser than the change; every P50 is in the evidence)", Metric::P50),
-    ];
-    let open_tables = [
-        (
-            "CPU per request (µs) at the offered rate",
-            Metric::CpuPerRequest,
-        ),
-        (
-            "P50 latency, paired change where a column has its baseline",
-            Metric::P50,
-        ),
-        (
-            "P99 latency, paired change where a column has its baseline",
-            Metric::P99,
-        ),
-        (
-            "P99.9 latency, paired change where a column has its baseline",
-            Metric::P999,
-        ),
-    ];
-    let tables: &[(&str, Metric)] = if open { &open_tables } else { &closed_tables };
-    let mut t = String::new();
-    for profile in Profile::ALL {
-        if !s.rows.iter().any(|r| r.profile == profile) {
-            continue;
-        }
-        t += &format!("## Profile `{}`\n\n", profile.name());
-        for route in routes {
-            if routes.len() > 1 {
-                t += &format!("### Route `{route}`\n\n");
-            }
-            if open {
-                t += &super::open::latency_table(s, load, profile, route);
-            }
-            for &(title, metric) in tables {
-                t += &seed_table(s, profile, route, title, metric);
-            }
-        }
-    }
-    t += &filter_cost(s, routes);
-    t += &against_foreign(s, routes);
-    if !s.route_means.is_empty() {
-        t += "## Mean over the routes (the-benchmarker's published figure)\n\n| profile | config | conns | req/s (mean of the routes' medians) |\n| --- | --- | --- | --- |\n";
-        for m in &s.route_means {
-            t += &format!(
-                "| {} | {} | {} | {} |\n",
-                m.profile.name(),
-                m.config.name(),
-                m.conns,
-                short_rate(m.rps_mean)
-            );
-        }
-        t += "\n";
-    }
-    t
-}
-
-/// One seed-PR table: a row per connection level, a column per configuration, each value
-/// with its paired change against its baseline.
-fn seed_table(s: &Summary, profile: Profile, route: &str, title: &str, metric: Metric) -> String {
-    let mut conns: Vec<u32> = s.rows.iter().map(|r| r.conns).collect();
-    conns.sort_unstable();
-    conns.dedup();
-    let present = s.subjects_of(profile, &COLUMNS);
-    let mut t = format!("{title}:\n\n| conns |");
-    for c in &present {
-        t += &format!(" {} |", heading(s, profile, c, route));
-    }
-    t += "\n| --- |";
-    for _ in &present {
-        t += " --- |";
-    }
-    t += "\n";
-    for &n in &conns {
-        t += &format!("| {n} |");
-        for c in &present {
-            let value = if route == MEAN_ROUTE {
-                if metric != Metric::Rps {
-                    t += " – |";
-                    continue;
-                }
-                s.route_means
-                    .iter()
-                    .find(|m| m.profile == profile && &m.config == c && m.conns == n)
-                    .map(|m| short_rate(m.rps_mean))
-            } else {
-                find(s, profile, c, n, route).map(|r| {
-                    let mark = if r.flag.is_some() { " ⚠" } else { "" };
-                    let v = match metric {
-                        Metric::Rps => short_rate(r.rps_median),
-                        Metric::CpuPerRequest => r
-                            .cpu_us_per_request
-                            .map_or("–".into(), |c| format!("{c:.2}")),
-                        Metric::P50 => two_digit_latency(r.p50_us),
-                        Metric::P99 => two_digit_latency(r.p99_us),
-                        Metric::P999 => r
-                            .open
-                            .as_ref()
-                            .and_then(|o| o.p999_us)
-                            .map_or("–".into(), two_digit_latency),
-                    };
-                    format!("{v}{mark}")
-                })
-            };
-            let Some(value) = value else {
-                t += " – |";
-                continue;
-            };
-            // Where the column has its baseline in the run but no interval: too few pairs
-            // (rounds both measured, or both saturated for req/s) for one that holds.
-            let change = c.baseline().and_then(|b| {
-                match comparison(s, profile, c, (profile, &b), n, route, metric) {
-                    Some(x) => Some(ratio_text(&x.interval())),
-                    None => find(s, profile, &b, n, route).map(|_| "(too few pairs)".to_string()),
-                }
-            });
-            t += &match (change, metric) {
-                // Two bucketed P50s side by side could read as equal beside a real change.
-                (Some(change), m) if m.is_latency() => format!(" {change} |"),
-                (Some(change), _) => format!(" {value} {change} |"),
-                (None, _) => format!(" {value} |"),
-            };
-        }
-        t += "\n";
-    }
-    t + "\n"
-}
-
-/// A column's heading, and what it really ran where every row of it fell back (io_uring
-/// columns under `no-io-uring`): the figures beneath are then epoll's.
-fn heading(s: &Summary, profile: Profile, c: &Subject, route: &str) -> String {
-    let rows: Vec<&Row> = s
-        .rows
-        .iter()
-        .filter(|r| {
-            r.profile == profile && &r.config == c && (r.route == route || route == MEAN_ROUTE)
-        })
-        .collect();
-    let fell_back = !rows.is_empty()
-        && rows.iter().all(|r| {
-            r.note
-                .as_deref()
-                .is_some_and(|n| n.contains("fell back to"))
-        });
-    if fell_back {
-        format!(
-            "{} — ran {} (io_uring denied)",
-            c.heading(),
-            rows[0].backend_observed
-        )
-    } else {
-        c.heading().to_string()
-    }
+    t + &evidence_notes(raw)
 }
 
 /// What a comparison's interval is taken over, by how the run launched and paired its servers.

@@ -22,6 +22,7 @@ use means::{add_route_means, route_means};
 pub use pairs::comparison_pairs;
 pub use reach::{answered_after_s, run_end_s, Reach};
 use row::row;
+pub use row::UNSATURATED_NOTE;
 pub use seed::{seed_table, FallbackShare, Limit, SeedCell, SeedSource, SeedTable, SEED_COLUMNS};
 pub use types::{
     resolution_limit, Comparison, Metric, OpenRow, Resolution, RouteMean, Row, SplitPoints,

@@ -11,6 +11,9 @@ use crate::model::{
 use crate::offered::run_capacity;
 use crate::stats::median;
 
+/// The note a closed-loop row carries when none of its slices saturated the server.
+pub const UNSATURATED_NOTE: &str = "no slice saturated the server: req/s is the median of all slices and measured the driver or the machine";
+
 pub(super) fn row(
     raw: &Raw,
     key: &ServerKey,
@@ -113,7 +116,7 @@ pub(super) fn row(
             format!("every slice failed: {why}")
         }));
     } else if saturated.is_empty() && load.offered().is_none() {
-        let n = "no slice saturated the server: req/s is the median of all slices and measured the driver or the machine";
+        let n = UNSATURATED_NOTE;
         note = Some(note.map_or(n.to_string(), |o| format!("{o}; {n}")));
     }
     // Closed loop, req/s is the server's capacity: only saturated slices measured it. Open
