@@ -18,28 +18,10 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+pub use crate::model::SyscallCost;
 
 /// Batches per figure; the fastest counts.
 const BATCHES: u32 = 7;
-
-/// The probe's figures, ns per call (per pair for `send_recv_64_ns`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SyscallCost {
-    /// The CPU it ran on (the first server CPU).
-    pub cpu: Option<usize>,
-    pub getppid_ns: f64,
-    pub recv_eagain_ns: f64,
-    pub send_recv_64_ns: f64,
-}
-
-impl SyscallCost {
-    /// The cost of entering and leaving the kernel once: what a syscall the block adds costs
-    /// beyond the work io_uring does as well.
-    pub fn per_syscall_ns(&self) -> f64 {
-        self.getppid_ns
-    }
-}
 
 /// Why the probe could not run.
 #[derive(Debug, thiserror::Error)]

@@ -138,6 +138,19 @@ impl LoadModel {
         }
     }
 
+    /// How the headline and the why-section name a cell's load, in a phrase.
+    pub fn phrase(self) -> String {
+        match self {
+            LoadModel::KeepAlive => "kept alive".into(),
+            LoadModel::PerRequest => "a connection per request".into(),
+            LoadModel::Open(Offered::Own(p)) => format!("open loop at {p} % of its capacity"),
+            LoadModel::Open(Offered::Slowest(p)) => {
+                format!("open loop, every server at {p} % of the slowest's capacity")
+            }
+            LoadModel::Open(Offered::Fixed(n)) => format!("open loop at {n} req/s"),
+        }
+    }
+
     /// What a table heading says.
     pub fn describe(self) -> String {
         match self {

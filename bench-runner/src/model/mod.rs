@@ -4,11 +4,13 @@
 pub mod counters;
 pub mod failure;
 pub mod load;
+pub mod probe;
 pub mod raw;
 pub mod subject;
 
 pub use counters::*;
 pub use failure::{Failure, FailureKind};
 pub use load::*;
+pub use probe::SyscallCost;
 pub use raw::*;
 pub use subject::*;

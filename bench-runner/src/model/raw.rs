@@ -290,7 +290,7 @@ pub struct Raw {
     /// What a syscall cost on the server CPU when the run started ([`crate::probe`]); runs
     /// recorded before the probe have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe: Option<crate::probe::SyscallCost>,
+    pub probe: Option<super::SyscallCost>,
 }
 
 /// How a name shows instance `instance` (from 0) of `of`: `#2`, or nothing with one.

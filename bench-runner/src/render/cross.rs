@@ -1,7 +1,6 @@
 //! table.md's comparisons across the matrix's other axes: each profile against `relaxed`
 //! (what the filter costs), and this project's servers against foreign ones.
 
-use super::table::comparison;
 use crate::model::{LoadModel, Profile, ServerConfig, Subject};
 use crate::stats::ratio_text;
 use crate::summary::{Comparison, Metric, Summary};
@@ -111,7 +110,7 @@ Paired ratio, the server (this project's configuration, or a `--reference` serve
 ");
     for (profile, config, foreign, n) in pairs {
         for route in routes {
-            let get = |m| comparison(s, profile, config, (profile, foreign), n, route, m);
+            let get = |m| s.comparison((profile, config), (profile, foreign), n, route, m);
             let text =
                 |c: Option<&Comparison>| c.map_or("–".into(), |c| ratio_text(&c.interval()));
             t += &format!(

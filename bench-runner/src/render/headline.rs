@@ -158,19 +158,6 @@ fn per_level(s: &Summary, label: &str, cs: &[&Comparison]) -> Option<String> {
     ))
 }
 
-pub(super) fn load_label(load: LoadModel) -> String {
-    use crate::model::Offered;
-    match load {
-        LoadModel::KeepAlive => "kept alive".into(),
-        LoadModel::PerRequest => "a connection per request".into(),
-        LoadModel::Open(Offered::Own(p)) => format!("open loop at {p} % of its capacity"),
-        LoadModel::Open(Offered::Slowest(p)) => {
-            format!("open loop, every server at {p} % of the slowest's capacity")
-        }
-        LoadModel::Open(Offered::Fixed(n)) => format!("open loop at {n} req/s"),
-    }
-}
-
 /// What the block costs `server` (under `no-io-uring` against `relaxed`), one line per load
 /// model: CPU per request, and req/s where saturated slices allowed a comparison.
 fn block_cost(raw: &Raw, s: &Summary, server: &Subject, who: &str) -> Vec<String> {
@@ -188,7 +175,7 @@ fn block_cost(raw: &Raw, s: &Summary, server: &Subject, who: &str) -> Vec<String
     };
     let mut parts = Vec::new();
     for &load in &raw.settings.loads {
-        let Some(cpu) = per_level(s, &load_label(load), &pair(load, Metric::CpuPerRequest)) else {
+        let Some(cpu) = per_level(s, &load.phrase(), &pair(load, Metric::CpuPerRequest)) else {
             continue;
         };
         let rps = pair(load, Metric::Rps);
@@ -246,7 +233,7 @@ fn epoll_cost(raw: &Raw, s: &Summary) -> Vec<String> {
     let described = |c: &&Comparison| {
         format!(
             "{}, {} connections: {}{}",
-            load_label(c.load),
+            c.load.phrase(),
             c.conns,
             change(s, c),
             gap_of(c)
@@ -290,7 +277,7 @@ fn epoll_cost(raw: &Raw, s: &Summary) -> Vec<String> {
             } else {
                 format!(" — {}", gaps.join("; "))
             };
-            if let Some(level) = per_level(s, &load_label(*load), cs) {
+            if let Some(level) = per_level(s, &load.phrase(), cs) {
                 lines.push(format!("{SUB}{level}{gaps}"));
             }
         }

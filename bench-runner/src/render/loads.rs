@@ -5,7 +5,6 @@
 //! (which tables are left out, and why) is [`notes_once`]'s.
 
 use super::cross::against_foreign;
-use super::table::comparison;
 use crate::model::{LoadModel, Profile, ServerConfig, Subject};
 use crate::stats::{ratio_text, short_rate, two_digit_latency};
 use crate::summary::{Metric, Row, Summary, MEAN_ROUTE};
@@ -246,7 +245,7 @@ fn value_text(
     // Where the column has its baseline in the run but no interval: too few pairs (rounds
     // both measured, or both saturated for req/s) for one that holds.
     let change = c.baseline().and_then(|b| {
-        match comparison(s, profile, c, (profile, &b), n, route, metric) {
+        match s.comparison((profile, c), (profile, &b), n, route, metric) {
             Some(x) => Some(ratio_text(&x.interval())),
             None => find(s, profile, &b, n, route).map(|_| "(too few pairs)".to_string()),
         }

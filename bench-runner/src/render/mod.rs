@@ -53,7 +53,7 @@ pub struct SummaryFile {
     pub servers: Vec<ServerRecord>,
     /// The run's syscall probe ([`crate::probe`]), absent in runs recorded before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe: Option<crate::probe::SyscallCost>,
+    pub probe: Option<crate::model::SyscallCost>,
     #[serde(flatten)]
     pub summary: Summary,
 }

@@ -1,7 +1,7 @@
 //! table.md's paragraphs on what a run can resolve: the A/A control's half-width, whether the
 //! run reached its `--target-resolution`, and how to read a `≈`.
 
-use crate::model::{Raw, Settings};
+use crate::model::{Pairing, Raw, Relaunch, Settings};
 use crate::summary::{
     answered_after_s, resolution_limit, run_end_s, Metric, Reach, Summary, SATURATED,
 };
@@ -13,7 +13,7 @@ pub(super) fn pct(x: f64) -> String {
 /// The resolution paragraph: the worst A/A half-width, and a warning when it is too wide.
 /// `limit`: the half-width the run is judged against ([`crate::summary::resolution_limit`]).
 pub(super) fn resolution_text(s: &Summary, st: &Settings, limit: f64) -> String {
-    let over = super::table::interval_over(st);
+    let over = interval_over(st);
     let (pair, interval) = if st.instances > 1 {
         (
             format!(
@@ -260,6 +260,19 @@ pub(super) fn route_suffix(route: &str) -> String {
         String::new()
     } else {
         format!(" {route}")
+    }
+}
+
+/// What a comparison's interval is taken over, by how the run launched and paired its servers.
+pub(super) fn interval_over(st: &Settings) -> &'static str {
+    match (st.relaunch, st.pairing) {
+        (Relaunch::Once, _) => "over instances and rounds",
+        (Relaunch::Round, Pairing::Duet) => {
+            "over rounds of duets (Student's t; each round's processes new, the order within each duet drawn afresh)"
+        }
+        (Relaunch::Round, Pairing::Alternate) => {
+            "over rounds (Student's t; each round's processes new)"
+        }
     }
 }
 

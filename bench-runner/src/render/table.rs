@@ -4,28 +4,8 @@ use super::cross::filter_cost;
 use super::evidence::{evidence_notes, evidence_rows};
 use super::loads::{load_tables, notes_once};
 use super::resolution::{calibration_text, how_to_read_rest, resolution_text, target_text};
-use crate::model::{LoadModel, Pairing, Profile, Raw, Relaunch, Settings, Subject};
-use crate::summary::{Comparison, Metric, Summary, MEAN_ROUTE};
-
-pub fn comparison<'a>(
-    s: &'a Summary,
-    p: Profile,
-    c: &Subject,
-    base: (Profile, &Subject),
-    conns: u32,
-    route: &str,
-    metric: Metric,
-) -> Option<&'a Comparison> {
-    s.comparisons.iter().find(|x| {
-        x.profile == p
-            && &x.config == c
-            && x.baseline_profile == base.0
-            && &x.baseline == base.1
-            && x.conns == conns
-            && x.route == route
-            && x.metric == metric
-    })
-}
+use crate::model::{LoadModel, Pairing, Raw, Relaunch};
+use crate::summary::{Summary, MEAN_ROUTE};
 
 pub fn markdown(raw: &Raw, s: &Summary) -> String {
     let mut t = String::from("# rxbench results\n\n");
@@ -114,7 +94,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
         } else {
             "from the same rounds, each launched afresh: the geometric mean over rounds of their ratios".to_string()
         };
-        t += &format!("How to read: each change is the ratio {against}, {from}, then its 95 % interval {} in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). {}", interval_over(st), how_to_read_rest("figures"));
+        t += &format!("How to read: each change is the ratio {against}, {from}, then its 95 % interval {} in brackets (two identical processes differ, and the interval covers that; docs/methodology.md). {}", super::resolution::interval_over(st), how_to_read_rest("figures"));
         let apart = s.comparisons.iter().filter(|c| c.significant).count();
         t += &format!("Of the {} comparisons this run made, {apart} tell their two servers apart; were nothing different at all, chance alone would tell about {:.1} apart (one in twenty).{}\n\n", s.comparisons.len(), s.comparisons.len() as f64 / 20.0, calibration_text(s));
     } else {
@@ -166,17 +146,4 @@ pub fn evidence_markdown(raw: &Raw, s: &Summary) -> String {
         t += &evidence_rows(s, None);
     }
     t + &evidence_notes(raw)
-}
-
-/// What a comparison's interval is taken over, by how the run launched and paired its servers.
-pub(super) fn interval_over(st: &Settings) -> &'static str {
-    match (st.relaunch, st.pairing) {
-        (Relaunch::Once, _) => "over instances and rounds",
-        (Relaunch::Round, Pairing::Duet) => {
-            "over rounds of duets (Student's t; each round's processes new, the order within each duet drawn afresh)"
-        }
-        (Relaunch::Round, Pairing::Alternate) => {
-            "over rounds (Student's t; each round's processes new)"
-        }
-    }
 }

@@ -4,8 +4,8 @@
 //! measurement leaves the prediction, something other than entering the kernel differs (the
 //! table says which way); docs/methodology.md, "Why the cost differs by host".
 
+use crate::model::SyscallCost;
 use crate::model::{LoadModel, Profile, Raw, ServerConfig, Subject};
-use crate::probe::SyscallCost;
 use crate::summary::{Comparison, Metric, Row, Summary};
 
 /// One cell's prediction beside its measurement.
@@ -117,7 +117,7 @@ pub fn sentence(raw: &Raw, s: &Summary) -> String {
         probe.getppid_ns,
         probe.recv_eagain_ns,
         c.added_syscalls,
-        super::headline::load_label(c.load),
+        c.load.phrase(),
         c.conns,
         c.base_us,
         signed(c.predicted_low),

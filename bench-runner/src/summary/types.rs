@@ -302,6 +302,28 @@ pub(super) fn find_row<'a>(
 }
 
 impl Summary {
+    /// The comparison of `config` under `profile` against `baseline` under its profile, in
+    /// one cell (any load model: a summary split by [`Summary::for_load`] holds one) on
+    /// `metric`.
+    pub fn comparison(
+        &self,
+        (profile, config): (Profile, &Subject),
+        baseline: (Profile, &Subject),
+        conns: u32,
+        route: &str,
+        metric: Metric,
+    ) -> Option<&Comparison> {
+        self.comparisons.iter().find(|x| {
+            x.profile == profile
+                && &x.config == config
+                && x.baseline_profile == baseline.0
+                && &x.baseline == baseline.1
+                && x.conns == conns
+                && x.route == route
+                && x.metric == metric
+        })
+    }
+
     /// The row of `config` under `profile` in one cell.
     pub fn row(
         &self,

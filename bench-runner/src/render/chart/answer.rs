@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use super::ChartError;
 use crate::model::{Profile, Raw, ServerConfig, Subject};
-use crate::render::headline::{aa_reach, cells, is_result, load_label};
+use crate::render::headline::{aa_reach, cells, is_result};
 use crate::render::palette::colour;
 use crate::summary::{Comparison, Metric, Summary};
 
@@ -71,7 +71,7 @@ fn rows<'a>(raw: &Raw, s: &'a Summary) -> Vec<Row<'a>> {
                 .reduce(f64::max);
             let results = costs.iter().map(|(_, c)| is_result(s, c)).collect();
             rows.push(Row {
-                label: format!("{}, {conns} conns", load_label(load)),
+                label: format!("{}, {conns} conns", load.phrase()),
                 costs,
                 band,
                 results,
