@@ -9,9 +9,11 @@ use plotters::coord::CoordTranslate;
 use plotters::prelude::{SVGBackend, BLACK, WHITE};
 use plotters::style::{Color, RGBColor};
 
-use super::chart::ChartError;
-
 use crate::model::{ServerConfig, Subject};
+
+/// What plotters reports while drawing any figure: the SVG backend's own error is an
+/// `io::Error`.
+pub type ChartError = plotters::drawing::DrawingAreaErrorKind<std::io::Error>;
 
 /// This project's configurations in the order the bars and lines draw them.
 pub(super) const BAR_ORDER: [ServerConfig; 5] = [

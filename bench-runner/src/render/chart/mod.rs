@@ -21,8 +21,7 @@ const WIDTH: u32 = 1260;
 const PANEL_H: u32 = 300;
 const ROW_H: u32 = 17;
 
-/// What plotters reports: the SVG backend's own error is an `io::Error`.
-pub type ChartError = DrawingAreaErrorKind<std::io::Error>;
+pub use super::palette::ChartError;
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
