@@ -151,6 +151,13 @@ impl Slice {
         (n > 0).then_some(self.server_cpu_ns? as f64 / 1000.0 / n as f64)
     }
 
+    /// The driver's CPU time (the runner process's, driver included) over the window as a
+    /// share of the load CPUs.
+    pub fn driver_busy(&self, load_cpus: usize) -> Option<f64> {
+        let cpu = self.report.as_ref()?.driver_cpu_s?;
+        (self.window_s > 0.0).then(|| cpu / self.window_s / load_cpus.max(1) as f64)
+    }
+
     /// Server CPU over the window as a share of its CPUs (1.0 = all of them, all the time).
     pub fn utilisation(&self, server_cpus: usize) -> Option<f64> {
         let wall_ns = self.window_s * 1e9 * server_cpus.max(1) as f64;

@@ -158,10 +158,7 @@ pub(super) fn row(
         server_cpu: median(&util.iter().flatten().map(|u| u * 100.0).collect::<Vec<_>>()),
         driver_cpu: median(
             &ok.iter()
-                .filter_map(|s| {
-                    let cpu = s.report.as_ref()?.driver_cpu_s?;
-                    (s.window_s > 0.0).then(|| cpu / s.window_s / load_cpus as f64 * 100.0)
-                })
+                .filter_map(|s| Some(s.driver_busy(load_cpus)? * 100.0))
                 .collect::<Vec<_>>(),
         ),
         load_bound_rounds: unsaturated as u32,

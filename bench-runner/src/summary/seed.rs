@@ -132,7 +132,7 @@ pub fn seed_table(raw: &Raw) -> Option<SeedTable> {
     let route = raw.settings.first_route();
     let (source, slices) = alone(raw);
     let cpus = raw.settings.server_cpus.len().max(1);
-    let load_cpus = raw.settings.load_cpus.len().max(1) as f64;
+    let load_cpus = raw.settings.load_cpus.len().max(1);
     let mut by_cell: BTreeMap<(Profile, ServerConfig, u32), Vec<&Slice>> = BTreeMap::new();
     for s in slices {
         let Some(config) = s.server.config.own() else {
@@ -205,10 +205,7 @@ pub fn seed_table(raw: &Raw) -> Option<SeedTable> {
         );
         let driver_busy = median(
             &ok.iter()
-                .filter_map(|s| {
-                    let cpu = s.report.as_ref()?.driver_cpu_s?;
-                    (s.window_s > 0.0).then(|| cpu / s.window_s / load_cpus)
-                })
+                .filter_map(|s| s.driver_busy(load_cpus))
                 .collect::<Vec<_>>(),
         );
         cells.push(SeedCell {
@@ -235,7 +232,9 @@ pub fn seed_table(raw: &Raw) -> Option<SeedTable> {
             limit: Limit::of(server_busy, driver_busy),
         });
     }
+    // The cells are keyed profile first: the levels repeat until sorted.
     let mut levels: Vec<u32> = by_cell.keys().map(|k| k.2).collect();
+    levels.sort_unstable();
     levels.dedup();
     let fallback = levels
         .into_iter()

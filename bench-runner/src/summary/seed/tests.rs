@@ -70,6 +70,7 @@ fn each_cell_is_paired_with_rx_by_round_and_the_fallback_is_a_share_of_io_uring(
     // Little's law: 64 connections over the rate.
     assert!((rx.little_us - 64.0 / rx.rps_median * 1e6).abs() < 1e-6);
     assert_eq!(rx.limit, Limit::Server);
+    assert_eq!(t.fallback.len(), 1, "one share a level: {:?}", t.fallback);
     let share = &t.fallback[0].share;
     assert_eq!(t.fallback[0].conns, 64);
     assert!(share.low < 7.0 / 8.0 && 7.0 / 8.0 < share.high, "{share:?}");
