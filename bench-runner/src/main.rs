@@ -48,7 +48,12 @@ fn main() {
         }) => export::export(&repo_root(), &out, &export::Links { github, website })
             .map_err(Into::into),
         Some(Cmd::BuildImages) => runtime.block_on(build_images()),
-        Some(Cmd::Probe { cpu, json }) => probe(cpu, json),
+        Some(Cmd::Probe {
+            cpu,
+            client_cpu,
+            conns,
+            json,
+        }) => probe(cpu, client_cpu, &conns, json),
         Some(Cmd::Clean) => runtime.block_on(clean()),
         Some(Cmd::Calibrate(args)) => runtime
             .block_on(run::run(calibrate::run_args(&args)))
@@ -82,17 +87,26 @@ async fn clean() -> Result<()> {
     Ok(())
 }
 
-/// `bench-runner probe`: the syscall cost a run would record, printed.
-fn probe(cpu: Option<usize>, json: bool) -> Result<()> {
-    let cpu = cpu.or_else(|| cpus::default_split().0.first().copied());
+/// `bench-runner probe`: the syscall cost and the mechanism probe a run would record, printed.
+fn probe(cpu: Option<usize>, client_cpu: Option<usize>, conns: &[u32], json: bool) -> Result<()> {
+    let (servers, drivers) = cpus::default_split();
+    let cpu = cpu.or_else(|| servers.first().copied());
+    let client_cpu = client_cpu.or_else(|| drivers.first().copied());
     let cost = bench_runner::probe::measure(cpu)?;
+    let mechanism = (!conns.is_empty())
+        .then(|| bench_runner::probe::mechanism::measure(conns, cpu, client_cpu))
+        .transpose()?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&cost)?);
+        let both = serde_json::json!({ "syscalls": cost, "mechanism": mechanism });
+        println!("{}", serde_json::to_string_pretty(&both)?);
     } else {
         print!(
             "{}",
             bench_runner::probe::describe(&cost, &record::machine_here())
         );
+        if let Some(m) = &mechanism {
+            print!("{}", bench_runner::probe::mechanism::describe(m));
+        }
     }
     Ok(())
 }

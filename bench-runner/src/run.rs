@@ -174,6 +174,21 @@ pub async fn run_on<E: Engine>(
             None
         }
     };
+    // What the io_uring server's receive path costs blocked and not, at every kept-alive level
+    // (about 10 s each): the report's prediction of the block's cost. Also a note if it fails.
+    let kept_alive = plan.conns_of(LoadModel::KeepAlive);
+    let mechanism = if args.measure.no_mechanism_probe || kept_alive.is_empty() {
+        None
+    } else {
+        let (server, client) = (server_cpus.first().copied(), load_cpus.first().copied());
+        match crate::probe::mechanism::measure(kept_alive, server, client) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                notes.push(format!("no mechanism probe: {e}"));
+                None
+            }
+        }
+    };
     let mut raw = Raw {
         schema: SCHEMA,
         engine: engine.describe(),
@@ -214,6 +229,7 @@ pub async fn run_on<E: Engine>(
         notes,
         complete: false,
         probe,
+        mechanism,
     };
 
     let setup = Setup {

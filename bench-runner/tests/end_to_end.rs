@@ -1909,6 +1909,16 @@ fn native_duet_run_drives_both_servers_of_each_comparison_at_once() {
         "duets launch afresh"
     );
     let raw = json(dir.join("raw.json"));
+    // The mechanism probe served its three patterns at the run's one kept-alive level, every
+    // batch, before the first round.
+    let levels = raw["mechanism"]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 1, "{}", raw["mechanism"]);
+    assert_eq!(levels[0]["conns"], 64);
+    for batch in levels[0]["batches"].as_array().unwrap() {
+        for pattern in ["rx", "io_uring", "blocked"] {
+            assert!(batch[pattern]["requests"].as_u64().unwrap() > 0, "{batch}");
+        }
+    }
     let slices = raw["slices"].as_array().unwrap();
     // Two comparisons (io_uring against rx, the A/A control against io_uring), two instance
     // pairings each, two slices a duet, three rounds.

@@ -24,6 +24,8 @@ pub enum Error {
     Arch(String),
     #[error("building the seccomp filter: {0}")]
     Build(#[from] seccompiler::BackendError),
+    #[error("installing the seccomp filter: {0}")]
+    Apply(seccompiler::Error),
 }
 
 /// A compiled filter that makes the io_uring syscalls fail with `errno`.
@@ -42,6 +44,16 @@ pub fn deny_io_uring(errno: i32) -> Result<BpfProgram, Error> {
         arch,
     )?;
     Ok(filter.try_into()?)
+}
+
+/// Puts the calling thread, and only it, under [`deny_io_uring`]`(errno)` for the rest of its
+/// life: a filter installed without `SECCOMP_FILTER_FLAG_TSYNC` binds the thread that installs
+/// it and what it spawns, never the process's other threads (seccomp(2)). The runner's
+/// mechanism probe serves one of its patterns from such a thread: the block's cost measured
+/// in-process, in a thread that ends when the pattern does.
+pub fn deny_io_uring_in_this_thread(errno: i32) -> Result<(), Error> {
+    let program = deny_io_uring(errno)?;
+    seccompiler::apply_filter(&program).map_err(Error::Apply)
 }
 
 /// Makes `cmd`'s child run under [`deny_io_uring`]`(errno)`.
@@ -159,6 +171,43 @@ mod tests {
         assert!(
             unfiltered == 0 || disabled,
             "io_uring_setup failed with errno {unfiltered} without any filter"
+        );
+    }
+
+    /// `io_uring_setup(1, {0})` in the calling thread: 0 when it got a ring (closed again),
+    /// else its errno.
+    fn io_uring_setup_here() -> i32 {
+        let mut params = [0u8; 120]; // struct io_uring_params, zeroed
+                                     // SAFETY: io_uring_setup writes only into the params block we own; a ring fd it
+                                     // returns is ours to close.
+        unsafe {
+            let fd = libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr());
+            if fd >= 0 {
+                libc::close(fd as i32);
+                0
+            } else {
+                *libc::__errno_location()
+            }
+        }
+    }
+
+    #[test]
+    fn a_thread_under_the_filter_binds_only_itself() {
+        let filtered = std::thread::spawn(|| {
+            deny_io_uring_in_this_thread(libc::EPERM).unwrap();
+            io_uring_setup_here()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(filtered, libc::EPERM);
+        // The test's own thread, spawned before and never filtered, still gets a ring (unless
+        // this kernel refuses io_uring to everyone).
+        let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+            .is_ok_and(|v| v.trim() != "0");
+        let here = io_uring_setup_here();
+        assert!(
+            here == 0 || disabled,
+            "errno {here} in an unfiltered thread"
         );
     }
 

@@ -73,12 +73,22 @@ pub enum Cmd {
     /// Remove every container and network an earlier run left behind (a runner killed with
     /// SIGKILL cannot clean up; the next run would remove them at its start)
     Clean,
-    /// What a syscall costs on this host, on the CPU a run's servers get (about a second):
-    /// why Docker's io_uring block costs more on one host than another. Every run records it
+    /// What Docker's io_uring block costs an io_uring server on this host, and why (about
+    /// 10 s a level): a syscall's cost on the CPU a run's servers get, and the io_uring
+    /// server's receive path served in-process unblocked, blocked and as rx, with the client
+    /// on the CPU a run's driver gets. Every run records both
     Probe {
         /// The CPU to measure on (default: the first of the servers' CPUs a run would use)
         #[arg(long)]
         cpu: Option<usize>,
+        /// The client's CPU for the mechanism probe (default: the first of the driver's CPUs a
+        /// run would use)
+        #[arg(long)]
+        client_cpu: Option<usize>,
+        /// Kept-alive connection counts the mechanism probe serves; none: the syscall costs
+        /// alone
+        #[arg(long, value_delimiter = ',', default_values_t = [64, 256, 512])]
+        conns: Vec<u32>,
         /// Print the figures as JSON
         #[arg(long)]
         json: bool,
@@ -188,6 +198,12 @@ pub struct MeasureArgs {
     /// PR's table of each server's own req/s and latency
     #[arg(long)]
     pub no_solo: bool,
+    /// Leave out the mechanism probe: before the first round, about 10 s a kept-alive level of
+    /// the io_uring server's receive path served in-process, unblocked, under the no-io-uring
+    /// filter and as rx (`bench-runner probe`), from which the report predicts the block's
+    /// cost; the syscall-entry probe (a second) still runs
+    #[arg(long)]
+    pub no_mechanism_probe: bool,
     /// Keep adding rounds after the planned ones until the A/A control's half-width on CPU per
     /// request is at most PCT percent in every cell, or --max-duration would run out (the
     /// table then names the cells that fell short); an added round drives only the (load

@@ -11,6 +11,8 @@ pub mod subject;
 pub use counters::*;
 pub use failure::{Failure, FailureKind};
 pub use load::*;
-pub use probe::SyscallCost;
+pub use probe::{
+    BatchSpread, MechanismBatch, MechanismCost, MechanismLevel, PatternCost, SyscallCost,
+};
 pub use raw::*;
 pub use subject::*;

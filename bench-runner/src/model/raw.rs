@@ -298,6 +298,10 @@ pub struct Raw {
     /// recorded before the probe have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<super::SyscallCost>,
+    /// What the io_uring server's receive path costs a request with and without the block on
+    /// this host ([`crate::probe::mechanism`]); runs recorded before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<super::MechanismCost>,
 }
 
 /// How a name shows instance `instance` (from 0) of `of`: `#2`, or nothing with one.

@@ -160,6 +160,7 @@ pub fn synthetic_instances(
         notes: vec![],
         complete: true,
         probe: None,
+        mechanism: None,
     }
 }
 

@@ -14,6 +14,9 @@
 //!   that reads it on the other end — two syscalls of the epoll path with their TCP work (which
 //!   io_uring does too, so only the entry and exit are what the block adds).
 
+pub mod mechanism;
+mod serve;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Instant;
