@@ -83,6 +83,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
         let native = args.engine == EngineChoice::Native;
         let (plan, notes) = make_plan(&args, native, seed)?;
         print!("{}", plan.describe());
+        let kept_alive = plan.conns_of(LoadModel::KeepAlive);
+        if !args.measure.no_mechanism_probe && !kept_alive.is_empty() {
+            println!("{}", crate::probe::mechanism::plan_line(kept_alive));
+        }
         for n in notes {
             println!("note: {n}");
         }

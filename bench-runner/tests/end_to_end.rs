@@ -994,6 +994,8 @@ fn dry_run_prints_the_plan_and_eta_and_runs_nothing() {
     // The seed PR's servers alone, and their share of the measuring.
     assert!(text.contains("the seed PR's table: relaxed/legacy, relaxed/rx, relaxed/io_uring, no-io-uring/legacy, no-io-uring/rx, no-io-uring/io_uring driven alone too"), "{text}");
     assert!(text.contains("seed 7"), "{text}");
+    // The mechanism probe before the first round, at every kept-alive level, and its time.
+    assert!(text.contains("before the first round: the mechanism probe at 64,256,512 conns kept alive, 5 windows of 1.0 s each (about 20 s;"), "{text}");
     // The default run's planned rounds, its three load models, leave about a quarter of the
     // 30 minutes it may spend to the rounds added for the cells still wider than the target.
     let minutes = eta_minutes(&text);

@@ -133,6 +133,22 @@ pub fn measure(
     })
 }
 
+/// What the probe will take, as `--dry-run` states it: a batch is its window, its warm-up and
+/// about 0.1 s of connecting.
+pub fn plan_line(conns: &[u32]) -> String {
+    let batch = WINDOW + WARMUP + Duration::from_millis(100);
+    let total = batch.as_secs_f64() * (BATCHES * conns.len()) as f64;
+    format!(
+        "before the first round: the mechanism probe at {} conns kept alive, {BATCHES} windows of {:.1} s each (about {total:.0} s; --no-mechanism-probe leaves it out)",
+        conns
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        WINDOW.as_secs_f64()
+    )
+}
+
 /// A change as `+12.3 %`.
 fn pct(x: f64) -> String {
     format!("{} %", crate::stats::signed_pct(1.0 + x))

@@ -108,7 +108,7 @@ pub const TERMS: &[Term] = &[
     Term {
         shown: "probe, prediction",
         covers: &["probe", "predicted"],
-        text: "before any server starts, the runner times a syscall's entry and exit (`getppid`) and a socket `recvfrom` with nothing to read, on the server CPU (`bench-runner probe`); the syscalls the block adds a request (the servers' own counters), priced between those two, over the unblocked server's CPU per request, give the predicted range set beside each measured cost.",
+        text: "before any server starts, the runner measures on the server CPU (`bench-runner probe`): the mechanism probe serves the io_uring server's receive path in-process — unblocked, under the `no-io-uring` filter (falling back to `rx`) and as `rx`, the three at once — and predicts the block's cost kept alive as blocked over unblocked CPU per request, the median of five windows with their lowest and highest; the older syscall probe times a syscall's entry and exit (`getppid`) and a socket `recvfrom` with nothing to read, and prices the syscalls the block adds a request (the servers' own counters) between those two, over the unblocked server's CPU per request: a floor. Each prediction is set beside the measured cost.",
     },
     Term {
         shown: "instances, launches",
