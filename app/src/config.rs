@@ -68,6 +68,35 @@ fn choice<T: std::str::FromStr<Err = reactor::BadChoice>>(
 }
 
 impl Config {
+    /// Every knob at its default: the server as its image starts it with no environment.
+    pub fn defaults() -> Config {
+        Config::from_lookup(|_| None).expect("every default is a valid value")
+    }
+
+    /// The reactor a worker runs on, as configured.
+    pub fn reactor_config(&self) -> reactor::Config {
+        reactor::Config {
+            backend: self.backend,
+            epoll_mode: self.epoll_mode,
+            recv_multishot: self.recv_multishot,
+            trail: self.trail,
+            ..reactor::Config::default()
+        }
+    }
+
+    /// What a worker needs of the configuration.
+    pub fn worker_settings(&self) -> crate::worker::Settings {
+        crate::worker::Settings {
+            header_timeout: self.header_timeout,
+            keepalive_timeout: self.keepalive_timeout,
+            send_timeout: self.send_timeout,
+            recv_buffer: self.recv_buffer,
+            limits: crate::http::Limits {
+                max_body: self.max_body,
+            },
+        }
+    }
+
     /// Reads every knob through `get` (the process environment in `main`).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, BadKnob> {
         let read = |knob: &'static str| get(knob).filter(|v| !v.is_empty()).map(|v| (knob, v));

@@ -5,14 +5,7 @@
 //! flight and prints one JSON line of per-worker counters on stdout; SIGUSR1 prints the same
 //! line (`"event":"snapshot"`) and the server keeps serving.
 
-mod chunked;
-mod config;
-#[cfg(any(test, fuzzing))]
-mod framing_reference;
 mod healthcheck;
-mod http;
-mod pool;
-mod worker;
 
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
@@ -23,8 +16,8 @@ use std::time::Duration;
 use reactor::{BackendReport, Reactor, Waker};
 use socket2::{Domain, Socket, Type};
 
-use crate::config::Config;
-use crate::worker::{Control, Settings, Stats, Worker};
+use server::config::Config;
+use server::worker::{Control, Stats, Worker};
 
 /// How long a snapshot waits for every worker's counters (a worker answers at its next loop
 /// turn; one that does not within this is named missing in the line).
@@ -162,22 +155,8 @@ fn serve(ignored: &[String]) -> Result<(), String> {
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(usize, BackendReport, Waker), String>>();
     let mut handles = Vec::new();
     for (index, socket) in listeners.into_iter().enumerate() {
-        let reactor_config = reactor::Config {
-            backend: config.backend,
-            epoll_mode: config.epoll_mode,
-            recv_multishot: config.recv_multishot,
-            trail: config.trail,
-            ..reactor::Config::default()
-        };
-        let settings = Settings {
-            header_timeout: config.header_timeout,
-            keepalive_timeout: config.keepalive_timeout,
-            send_timeout: config.send_timeout,
-            recv_buffer: config.recv_buffer,
-            limits: http::Limits {
-                max_body: config.max_body,
-            },
-        };
+        let reactor_config = config.reactor_config();
+        let settings = config.worker_settings();
         let pin = (config.pin && !cpus.is_empty()).then(|| cpus[index % cpus.len()]);
         let control = Arc::new(Control::default());
         controls.push(control.clone());

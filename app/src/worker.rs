@@ -41,6 +41,8 @@ pub struct Stats {
     pub connections: u64,
     pub syscalls: SyscallCounts,
     pub turns: wire::TurnCounters,
+    /// The worker thread's CPU time when the snapshot was taken (read by the worker itself).
+    pub cpu: reactor::ThreadCpu,
 }
 
 #[derive(PartialEq, Eq)]
@@ -145,6 +147,7 @@ impl Worker {
                 connections: 0,
                 syscalls: SyscallCounts::default(),
                 turns: wire::TurnCounters::default(),
+                cpu: reactor::ThreadCpu::default(),
             },
         }
     }
@@ -215,6 +218,7 @@ impl Worker {
         Stats {
             syscalls: self.reactor.counts(),
             turns: self.reactor.turns(),
+            cpu: reactor::ThreadCpu::now(),
             ..self.stats
         }
     }

@@ -35,6 +35,7 @@ mod epoll;
 mod op;
 mod slab;
 mod sys;
+mod thread_cpu;
 mod types;
 mod uring;
 
@@ -44,6 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use sys::{Errno, Syscall, SyscallCounts};
+pub use thread_cpu::ThreadCpu;
 pub use types::{
     BackendReport, Config, Conn, Event, Interest, IoUringStatus, ListenerId, Recv, RefuseReason,
     Refused, SetupError,

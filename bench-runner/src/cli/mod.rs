@@ -74,9 +74,9 @@ pub enum Cmd {
     /// SIGKILL cannot clean up; the next run would remove them at its start)
     Clean,
     /// What Docker's io_uring block costs an io_uring server on this host, and why (about
-    /// 10 s a level): a syscall's cost on the CPU a run's servers get, and the io_uring
-    /// server's receive path served in-process unblocked, blocked and as rx, with the client
-    /// on the CPU a run's driver gets. Every run records both
+    /// 7 s a level): a syscall's cost on the CPU a run's servers get, and the server's own
+    /// worker served in-process as the io_uring server unblocked and blocked and as rx, with
+    /// the clients on the CPU a run's driver gets. Every run records both
     Probe {
         /// The CPU to measure on (default: the first of the servers' CPUs a run would use)
         #[arg(long)]
@@ -198,10 +198,10 @@ pub struct MeasureArgs {
     /// PR's table of each server's own req/s and latency
     #[arg(long)]
     pub no_solo: bool,
-    /// Leave out the mechanism probe: before the first round, about 10 s a kept-alive level of
-    /// the io_uring server's receive path served in-process, unblocked, under the no-io-uring
-    /// filter and as rx (`bench-runner probe`), from which the report predicts the block's
-    /// cost; the syscall-entry probe (a second) still runs
+    /// Leave out the mechanism probe: before the first round, about 7 s a kept-alive level of
+    /// the server's own worker served in-process as the io_uring server, unblocked and under
+    /// the no-io-uring filter, and as rx (`bench-runner probe`), from which the report
+    /// predicts the block's cost; the syscall-entry probe (a second) still runs
     #[arg(long)]
     pub no_mechanism_probe: bool,
     /// Keep adding rounds after the planned ones until the A/A control's half-width on CPU per

@@ -21,9 +21,9 @@ impl SyscallCost {
     }
 }
 
-/// What the mechanism probe recorded ([`crate::probe::mechanism`] measures it): the io_uring
-/// server's receive path with and without the block, served in-process to a loopback client
-/// at each of the run's keep-alive connection counts.
+/// What the mechanism probe recorded ([`crate::probe::mechanism`] measures it): the server's
+/// own worker as the io_uring server with and without the block and as `rx`, served
+/// in-process to loopback clients at each of the run's keep-alive connection counts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MechanismCost {
     /// The CPU the serving thread ran on (the first server CPU) and the client's.

@@ -1,29 +1,39 @@
-//! The mechanism probe: what the block costs the io_uring server's receive path on this host,
-//! measured in-process in about ten seconds a connection count, and what the run's cells are
+//! The mechanism probe: what the block costs the io_uring server on this host, measured
+//! in-process in about seven seconds a connection count, and what the run's cells are
 //! predicted from.
 //!
 //! Under the block the io_uring server *is* an epoll server: io_uring_setup fails, it falls
 //! back to `rx`, and every syscall it makes passes the filter. So its cost is CPU per request
 //! of the blocked server over the unblocked one — which the syscall-entry probe prices only in
 //! part: it counts the added entries, not what a `recvfrom` and a `sendto` do per call that
-//! io_uring does once per batch (the socket lock, the TCP path, epoll's wakeups), nor what the
-//! filter adds to every syscall. Here the three patterns are served for real, on the server
-//! CPU, to a client on the load CPU keeping one request in flight on each connection:
+//! io_uring does once per batch (the socket lock, the TCP path, epoll's wakeups), what the
+//! server's own code does differently on each path, nor what the filter adds to every
+//! syscall. Here the server's own worker (the `server` crate's: its HTTP handling on the
+//! reactor) serves the contract's `GET /` three ways, on the server CPU, to clients on the load
+//! CPU that keep one request in flight on each connection:
 //!
 //! - `rx`: edge-triggered epoll, `recvfrom`, `sendto`;
 //! - `io_uring`: multishot receive, sends batched per `io_uring_enter`, as the server runs it;
 //! - `blocked`: the io_uring server in a thread under the `no-io-uring` filter (the sandbox
 //!   crate's, the one native runs install), falling back to `rx`.
 //!
-//! Each batch runs the three back to back in a rotating order, each measured over the same
-//! window by its thread's own CPU clock, so a batch pairs them under one state of the host;
-//! the prediction is blocked ÷ io_uring per batch — their median, lowest and highest.
+//! The three serve at once, as the duets do, over one window bounded by two snapshots of
+//! their counters and their threads' own CPU clocks, so whatever the host does in that second
+//! falls on all three; the prediction is blocked ÷ io_uring per window — the median of five
+//! windows, their lowest and highest. What it cannot see: anything a container adds (cgroups,
+//! the engine's own profile code paths), and the switches between processes, since its three
+//! servers are threads of one.
 
 use std::net::TcpListener;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::serve::{self, Pattern, Window};
+use reactor::Waker;
+use server::worker::{Control, Stats};
+
+use super::serve::{self, Pattern, Ready};
 use crate::model::{MechanismBatch, MechanismCost, MechanismLevel, PatternCost};
 
 /// Batches a connection count; the spread of five paired ratios is the prediction's range
@@ -46,60 +56,120 @@ pub enum MechanismError {
     Reactor { what: &'static str, detail: String },
     #[error("putting the probe's blocked thread under the no-io-uring filter: {0}")]
     Filter(String),
-    #[error("only {accepted} of the probe's {conns} connections arrived in 10 s")]
-    Stalled { accepted: usize, conns: usize },
-    #[error("the probe's client stopped before the window ended")]
-    ClientGone,
+    #[error("the probe's clients did not connect their {conns} connections each in 10 s")]
+    Stalled { conns: usize },
+    #[error("a worker of the probe did not report ready in 10 s")]
+    NotReady,
+    #[error("a worker of the probe did not answer a snapshot in 10 s")]
+    NoSnapshot,
     #[error("the blocked pattern ran {0}, not the fallback to epoll/rx it stands for")]
     NotBlocked(String),
     #[error("a probe thread panicked")]
     Panicked,
 }
 
-/// One batch: the three patterns served at once, each to `conns` fresh connections of its own,
-/// every server thread on the server CPU and every client on the client CPU, over one window.
+/// How long a snapshot, the workers' start or the clients' connecting may take before the
+/// probe gives up and names it.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Every worker's counters now, by pattern index: each answers at its next loop turn.
+fn snapshot(
+    controls: &[Arc<Control>],
+    wakers: &[Waker],
+    replies: &Receiver<(usize, Stats)>,
+) -> Result<Vec<Stats>, MechanismError> {
+    for (control, waker) in controls.iter().zip(wakers) {
+        control.snapshot.store(true, Ordering::Relaxed);
+        waker.wake();
+    }
+    let mut got: Vec<Option<Stats>> = vec![None; controls.len()];
+    while got.iter().any(Option::is_none) {
+        let (i, stats) = replies
+            .recv_timeout(PATIENCE)
+            .map_err(|_| MechanismError::NoSnapshot)?;
+        got[i] = Some(stats);
+    }
+    Ok(got.into_iter().flatten().collect())
+}
+
+/// One batch: the three patterns served at once by the server's own worker, each to `conns`
+/// fresh connections of its own, every worker on the server CPU and every client on the
+/// client CPU, over one window that both snapshots bound.
 fn batch(
     conns: usize,
     cpus: (Option<usize>, Option<usize>),
 ) -> Result<MechanismBatch, MechanismError> {
-    let window = Window::new(Pattern::ALL.len(), WARMUP, WINDOW);
-    let stops = Pattern::ALL.map(|_| AtomicBool::new(false));
-    let mut ends = Vec::new();
-    for (pattern, stop) in Pattern::ALL.into_iter().zip(&stops) {
+    let mut listeners = Vec::new();
+    for _ in Pattern::ALL {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(MechanismError::Listen)?;
         let addr = listener.local_addr().map_err(MechanismError::Listen)?;
-        ends.push((pattern, listener, addr, stop));
+        listeners.push((listener, addr));
     }
-    let results: Vec<_> = std::thread::scope(|scope| {
-        let window = &window;
-        let threads: Vec<_> = ends
-            .into_iter()
-            .map(|(pattern, listener, addr, stop)| {
-                let server = scope
-                    .spawn(move || serve::serve(pattern, cpus.0, listener, conns, window, stop));
-                let client = scope.spawn(move || serve::drive(cpus.1, addr, conns, stop));
-                (pattern, server, client)
-            })
-            .collect();
-        threads
-            .into_iter()
-            .map(|(pattern, server, client)| (pattern, server.join(), client.join()))
-            .collect()
-    });
-    let mut got = [PatternCost::default(); 3];
-    for (i, (pattern, served, driven)) in results.into_iter().enumerate() {
-        let (cost, report) = served.map_err(|_| MechanismError::Panicked)??;
-        driven.map_err(|_| MechanismError::Panicked)??;
-        if pattern == Pattern::Blocked && report.epoll_mode != Some(reactor::EpollMode::Rx) {
-            return Err(MechanismError::NotBlocked(report.to_string()));
+    let controls: Vec<Arc<Control>> = Pattern::ALL.iter().map(|_| Arc::default()).collect();
+    let stops = Pattern::ALL.map(|_| AtomicBool::new(false));
+    let connected = AtomicUsize::new(0);
+    let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
+    let (snap_tx, snap_rx) = mpsc::channel::<(usize, Stats)>();
+    std::thread::scope(|scope| {
+        let mut addrs = Vec::new();
+        for (i, (pattern, (listener, addr))) in Pattern::ALL.into_iter().zip(listeners).enumerate()
+        {
+            let (control, ready, snaps) = (controls[i].clone(), ready_tx.clone(), snap_tx.clone());
+            scope.spawn(move || serve::work(pattern, i, cpus.0, listener, control, ready, snaps));
+            addrs.push(addr);
         }
-        got[i] = cost;
-    }
-    let [rx, io_uring, blocked] = got;
-    Ok(MechanismBatch {
-        rx,
-        io_uring,
-        blocked,
+        drop((ready_tx, snap_tx));
+        let mut wakers: Vec<Option<Waker>> = Pattern::ALL.iter().map(|_| None).collect();
+        let measured = (|| {
+            let mut reports = Vec::new();
+            for _ in Pattern::ALL {
+                let (i, report, waker) = ready_rx
+                    .recv_timeout(PATIENCE)
+                    .map_err(|_| MechanismError::NotReady)??;
+                wakers[i] = Some(waker);
+                reports.push((Pattern::ALL[i], report));
+            }
+            if let Some((_, r)) = reports.iter().find(|(p, r)| {
+                *p == Pattern::Blocked && r.epoll_mode != Some(reactor::EpollMode::Rx)
+            }) {
+                return Err(MechanismError::NotBlocked(r.to_string()));
+            }
+            for (&addr, stop) in addrs.iter().zip(&stops) {
+                let connected = &connected;
+                scope.spawn(move || serve::drive(cpus.1, addr, conns, stop, connected));
+            }
+            let deadline = Instant::now() + PATIENCE;
+            while connected.load(Ordering::Relaxed) < Pattern::ALL.len() {
+                if Instant::now() > deadline {
+                    return Err(MechanismError::Stalled { conns });
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(WARMUP);
+            let wakers: Vec<Waker> = wakers.iter().flatten().cloned().collect();
+            let first = snapshot(&controls, &wakers, &snap_rx)?;
+            std::thread::sleep(WINDOW);
+            let last = snapshot(&controls, &wakers, &snap_rx)?;
+            Ok((first, last))
+        })();
+        // Whatever happened: the clients stop first (their connections close, so each worker
+        // finds none left and ends at once), then the workers.
+        for stop in &stops {
+            stop.store(true, Ordering::Relaxed);
+        }
+        for (control, waker) in controls.iter().zip(&wakers) {
+            control.stop.store(true, Ordering::Relaxed);
+            if let Some(w) = waker {
+                w.wake();
+            }
+        }
+        let (first, last) = measured?;
+        let cost = |i: usize| serve::cost_between(&first[i], &last[i]);
+        Ok(MechanismBatch {
+            rx: cost(0),
+            io_uring: cost(1),
+            blocked: cost(2),
+        })
     })
 }
 
@@ -157,7 +227,7 @@ fn pct(x: f64) -> String {
 /// The probe as `bench-runner probe` prints it, one connection count a line.
 pub fn describe(m: &MechanismCost) -> String {
     let mut t = format!(
-        "the io_uring server's receive path, blocked and not (served in-process, the three patterns at once: servers on cpu {}, clients on cpu {}; {} windows of {:.1} s):\n",
+        "the server's own worker as the io_uring server, blocked and not, and as rx (served in-process, the three at once: servers on cpu {}, clients on cpu {}; {} windows of {:.1} s):\n",
         m.server_cpu.map_or("any".into(), |c| c.to_string()),
         m.client_cpu.map_or("any".into(), |c| c.to_string()),
         BATCHES,

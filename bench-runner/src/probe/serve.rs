@@ -1,27 +1,25 @@
-//! The mechanism probe's two ends, each a reactor on a thread of its own: a server that answers
-//! every request with the contract's fixed response, measured over a window, and a client that
-//! keeps one request in flight on each of its connections (a closed loop, as the runs' kept-alive
-//! load) until told to stop. Nothing here parses HTTP beyond finding a request's end: the probe
-//! prices the receive path, not the application.
+//! The mechanism probe's two ends, each on a thread of its own: the server's own worker (the
+//! `server` crate's, with its HTTP handling, on the reactor its configuration names) and a
+//! client that keeps one request in flight on each of its connections (a closed loop, as the
+//! runs' kept-alive load) until told to stop.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Duration;
 
-use reactor::{BackendChoice, BackendReport, Config, EpollMode, Event, Reactor, Recv};
+use reactor::{BackendChoice, BackendReport, Config, Event, Reactor, Recv, Waker};
+use server::worker::{Control, Stats, Worker};
 
 use super::mechanism::MechanismError;
 use crate::model::PatternCost;
 
-/// The contract's request as rxload sends it, and the server's answer to it (`GET /`: 200 and
-/// an empty body), byte for byte the sizes a run moves.
+/// The contract's request as rxload sends it.
 pub const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1:3000\r\n\r\n";
-pub const RESPONSE: &[u8] =
-    b"HTTP/1.1 200 OK\r\nDate: Mon, 07 Dec 2026 18:00:00 GMT\r\nContent-Length: 0\r\n\r\n";
 
-/// How often a waiting loop looks at the clock and the stop flag.
+/// How often the client looks at its stop flag.
 const TICK: Duration = Duration::from_millis(5);
 
 /// The receive path a serving thread runs.
@@ -39,111 +37,35 @@ pub enum Pattern {
 impl Pattern {
     pub const ALL: [Pattern; 3] = [Pattern::Rx, Pattern::IoUring, Pattern::Blocked];
 
-    fn config(self) -> Config {
-        let backend = match self {
+    /// The server's configuration with no environment, but for the backend.
+    fn config(self) -> server::config::Config {
+        let mut config = server::config::Config::defaults();
+        config.backend = match self {
             Pattern::Rx => BackendChoice::Epoll,
             Pattern::IoUring => BackendChoice::IoUring,
             Pattern::Blocked => BackendChoice::Auto,
         };
-        Config {
-            backend,
-            epoll_mode: EpollMode::Rx,
-            ..Config::default()
-        }
+        config
     }
 }
 
-/// When the serving threads measure: once every one of them has all its connections, after
-/// `warmup`, for `window` — one window for all, so that whatever the host does in it falls on
-/// every pattern alike (the duets' pairing, in-process).
-#[derive(Debug)]
-pub struct Window {
-    pub warmup: Duration,
-    pub window: Duration,
-    /// The serving threads, and how many have all their connections.
-    parties: usize,
-    ready: AtomicUsize,
-    start: OnceLock<Instant>,
-}
-
-impl Window {
-    pub fn new(parties: usize, warmup: Duration, window: Duration) -> Window {
-        Window {
-            warmup,
-            window,
-            parties,
-            ready: AtomicUsize::new(0),
-            start: OnceLock::new(),
-        }
-    }
-
-    /// Counts one more thread ready.
-    fn arrive(&self) {
-        self.ready.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// When the window opens, once every thread is ready (the first to see it sets it).
-    fn start(&self, now: Instant) -> Option<Instant> {
-        if self.ready.load(Ordering::Relaxed) < self.parties {
-            return None;
-        }
-        Some(*self.start.get_or_init(|| now + self.warmup))
+/// What a worker had done at a snapshot, turned into what it spent between two.
+pub fn cost_between(first: &Stats, last: &Stats) -> PatternCost {
+    let counts = last.syscalls.since(&first.syscalls);
+    let cpu = last.cpu.since(&first.cpu);
+    PatternCost {
+        requests: last.requests - first.requests,
+        cpu_ns: cpu.total_ns,
+        user_ns: cpu.user_ns,
+        system_ns: cpu.system_ns,
+        syscalls: counts.total(),
+        waits: counts.get(reactor::Syscall::EpollWait) + counts.get(reactor::Syscall::IoUringEnter),
     }
 }
 
-/// A thread's CPU time so far: exact in all, and split into user and system time.
-#[derive(Clone, Copy, Debug, Default)]
-struct ThreadCpu {
-    total_ns: u64,
-    user_ns: u64,
-    system_ns: u64,
-}
-
-fn ns(tv: libc::timeval) -> u64 {
-    tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000
-}
-
-impl ThreadCpu {
-    fn now() -> ThreadCpu {
-        // SAFETY: both calls only write the structs we own and pass; the calling thread is
-        // always a valid subject for CLOCK_THREAD_CPUTIME_ID and RUSAGE_THREAD.
-        let (ts, ru) = unsafe {
-            let mut ts: libc::timespec = std::mem::zeroed();
-            libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-            let mut ru: libc::rusage = std::mem::zeroed();
-            libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
-            (ts, ru)
-        };
-        ThreadCpu {
-            total_ns: ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
-            user_ns: ns(ru.ru_utime),
-            system_ns: ns(ru.ru_stime),
-        }
-    }
-}
-
-/// What the server has done so far: its CPU, its syscalls, its answers.
-#[derive(Clone, Copy)]
-struct Mark {
-    cpu: ThreadCpu,
-    counts: reactor::SyscallCounts,
-    requests: u64,
-}
-
-impl Mark {
-    fn cost_since(&self, start: &Mark) -> PatternCost {
-        let counts = self.counts.since(&start.counts);
-        PatternCost {
-            requests: self.requests - start.requests,
-            cpu_ns: self.cpu.total_ns - start.cpu.total_ns,
-            user_ns: self.cpu.user_ns.saturating_sub(start.cpu.user_ns),
-            system_ns: self.cpu.system_ns.saturating_sub(start.cpu.system_ns),
-            syscalls: counts.total(),
-            waits: counts.get(reactor::Syscall::EpollWait)
-                + counts.get(reactor::Syscall::IoUringEnter),
-        }
-    }
-}
+/// A started worker's report: which pattern (its index), the backend that runs, and how to
+/// wake it.
+pub type Ready = Result<(usize, BackendReport, Waker), MechanismError>;
 
 fn pin(cpu: Option<usize>) -> Result<(), MechanismError> {
     match cpu {
@@ -161,110 +83,41 @@ fn setup(what: &'static str) -> impl Fn(reactor::Errno) -> MechanismError {
     }
 }
 
-/// Serves `conns` connections arriving on `listener` with `pattern` on `cpu`, measures the
-/// shared window, then sets `stop` and returns what the window cost and the backend that ran.
-pub fn serve(
+/// Runs the server's worker for `pattern` on `cpu`, serving `listener`, until `control.stop`:
+/// reports on `ready` first (or why it could not start), answers snapshots on `snapshots`.
+pub fn work(
     pattern: Pattern,
+    index: usize,
     cpu: Option<usize>,
     listener: TcpListener,
-    conns: usize,
-    when: &Window,
-    stop: &AtomicBool,
-) -> Result<(PatternCost, BackendReport), MechanismError> {
-    // Whatever happens here, the client must not wait for a window that never ends.
-    struct StopOnExit<'a>(&'a AtomicBool);
-    impl Drop for StopOnExit<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
+    control: Arc<Control>,
+    ready: Sender<Ready>,
+    snapshots: Sender<(usize, Stats)>,
+) {
+    let start = || -> Result<Reactor, MechanismError> {
+        pin(cpu)?;
+        if pattern == Pattern::Blocked {
+            sandbox::deny_io_uring_in_this_thread(libc::EPERM)
+                .map_err(|e| MechanismError::Filter(e.to_string()))?;
         }
-    }
-    let _stop = StopOnExit(stop);
-    pin(cpu)?;
-    if pattern == Pattern::Blocked {
-        sandbox::deny_io_uring_in_this_thread(libc::EPERM)
-            .map_err(|e| MechanismError::Filter(e.to_string()))?;
-    }
-    let mut reactor = Reactor::new(&pattern.config()).map_err(|e| MechanismError::Reactor {
-        what: "starting the serving reactor",
-        detail: e.to_string(),
-    })?;
-    reactor
-        .listen(OwnedFd::from(listener))
-        .map_err(setup("listening"))?;
-    let mut events = Vec::with_capacity(1024);
-    let (mut accepted, mut requests, mut arrived) = (0, 0u64, false);
-    let mut first: Option<Mark> = None;
-    let give_up = Instant::now() + Duration::from_secs(10);
-    loop {
-        reactor
-            .poll(&mut events, Some(TICK))
-            .map_err(setup("polling"))?;
-        while !events.is_empty() {
-            for event in events.drain(..) {
-                match event {
-                    Event::Accepted { conn, .. } => {
-                        accepted += 1;
-                        let _ = reactor.arm_recv(conn, Vec::with_capacity(4096));
-                    }
-                    Event::Received {
-                        conn,
-                        mut buf,
-                        result: Recv::Data(_),
-                    } => {
-                        // One request in flight a connection: a whole one ends the buffer.
-                        let next = if buf.ends_with(b"\r\n\r\n") {
-                            requests += 1;
-                            buf.clear();
-                            buf.extend_from_slice(RESPONSE);
-                            reactor.send(conn, buf)
-                        } else {
-                            reactor.arm_recv(conn, buf)
-                        };
-                        if next.is_err() {
-                            reactor.close(conn);
-                        }
-                    }
-                    Event::Sent {
-                        conn,
-                        mut buf,
-                        result: Ok(()),
-                    } => {
-                        buf.clear();
-                        if reactor.arm_recv(conn, buf).is_err() {
-                            reactor.close(conn);
-                        }
-                    }
-                    Event::Received { conn, .. } | Event::Sent { conn, .. } => reactor.close(conn),
-                    Event::AcceptFailed { error, .. } => {
-                        return Err(setup("accepting")(error));
-                    }
-                    Event::Ready { .. } | Event::Woken => {}
-                }
-            }
-            reactor.take_completed(&mut events);
+        Reactor::new(&pattern.config().reactor_config()).map_err(|e| MechanismError::Reactor {
+            what: "starting the server's worker",
+            detail: e.to_string(),
+        })
+    };
+    let reactor = match start() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
         }
-        let now = Instant::now();
-        let mark = || Mark {
-            cpu: ThreadCpu::now(),
-            counts: reactor.counts(),
-            requests,
-        };
-        if !arrived && accepted >= conns {
-            arrived = true;
-            when.arrive();
-        }
-        match (when.start(now), &first) {
-            (None, _) if now > give_up => return Err(MechanismError::Stalled { accepted, conns }),
-            (Some(at), None) if now >= at => first = Some(mark()),
-            (Some(at), Some(first)) if now >= at + when.window => {
-                return Ok((mark().cost_since(first), reactor.report()));
-            }
-            _ => {}
-        }
-        if stop.load(Ordering::Relaxed) {
-            return Err(MechanismError::ClientGone);
-        }
-    }
+    };
+    let _ = ready.send(Ok((index, reactor.report(), reactor.waker())));
+    drop(ready);
+    let worker = Worker::new(reactor, pattern.config().worker_settings());
+    // What ends the loop is the probe's stop; an error then has nobody to tell but the
+    // snapshots that will not come, which the probe names.
+    let _ = worker.run(OwnedFd::from(listener), control, index, snapshots);
 }
 
 /// Connects `conns` clients to `addr` from `cpu` and keeps one request in flight on each until
@@ -274,6 +127,7 @@ pub fn drive(
     addr: SocketAddr,
     conns: usize,
     stop: &AtomicBool,
+    connected: &AtomicUsize,
 ) -> Result<(), MechanismError> {
     pin(cpu)?;
     let mut reactor = Reactor::new(&Config::default()).map_err(|e| MechanismError::Reactor {
@@ -298,6 +152,7 @@ pub fn drive(
         let _ = reactor.arm_recv(conn, Vec::with_capacity(4096));
         let _ = reactor.send(conn, REQUEST.to_vec());
     }
+    connected.fetch_add(1, Ordering::Relaxed);
     let mut events = Vec::with_capacity(1024);
     while !stop.load(Ordering::Relaxed) {
         reactor
@@ -311,7 +166,8 @@ pub fn drive(
                         mut buf,
                         result: Recv::Data(_),
                     } => {
-                        let whole = buf.len() >= RESPONSE.len();
+                        // `GET /` is answered with an empty body: the head's end is the end.
+                        let whole = buf.ends_with(b"\r\n\r\n");
                         if whole {
                             buf.clear();
                         }

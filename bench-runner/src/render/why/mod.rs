@@ -1,5 +1,5 @@
 //! Why the block costs what it costs on this host, predicted two ways and set beside the paired
-//! measurement, cell by cell: the mechanism probe's (the io_uring server's receive path served
+//! measurement, cell by cell: the mechanism probe's (the server's own worker served
 //! in-process blocked and not: what its fallback to `rx` and the filter cost a request here),
 //! and the older, partial one from the syscalls the block adds a request (the servers' own
 //! counters) times what entering the kernel costs here. Where the measurement leaves the
@@ -39,10 +39,10 @@ impl Cell {
         match self.probed {
             Some(p) if p.overlaps(lo, hi) => "within the mechanism probe's range",
             Some(p) if hi < p.low => {
-                "below the probe's range: the servers lose less to the block than their receive paths alone"
+                "below the probe's range: the run's servers lose less than in-process"
             }
             Some(_) => {
-                "above the probe's range: the servers differ by more than their receive paths (kernel / user says where)"
+                "above the probe's range: more differs in the run than in-process (kernel / user says where)"
             }
             None if hi < self.predicted_low => {
                 "below: io_uring's own work a request offsets part of it"
@@ -136,7 +136,7 @@ pub fn sentence(raw: &Raw, s: &Summary) -> String {
     if let (Some(p), Some(level)) = (c.probed, level) {
         let factor = |f: Option<BatchSpread>| f.map_or("?".into(), |f| signed(f.median));
         return format!(
-            "**Why here**: served in-process on this host, the io_uring server's receive path changes CPU per request by {} % as `rx` (its fallback under the block), and the filter adds {} %: the mechanism probe predicts {} % ({} to {}) {}, {} connections — {measured}. (Entering the kernel alone, the older prediction: {} to {} %.)",
+            "**Why here**: served in-process on this host, the io_uring server changes CPU per request by {} % as `rx` (its fallback under the block), and the filter adds {} %: the mechanism probe predicts {} % ({} to {}) {}, {} connections — {measured}. (Entering the kernel alone, the older prediction: {} to {} %.)",
             factor(level.mechanism()),
             factor(level.filter()),
             signed(p.median),
@@ -165,7 +165,7 @@ pub fn sentence(raw: &Raw, s: &Summary) -> String {
 fn mechanism_table(m: &MechanismCost) -> String {
     let cpu = |c: Option<usize>| c.map_or("?".into(), |c| c.to_string());
     let mut t = format!(
-        "The mechanism probe, before the first round (`bench-runner probe`; raw.json's `mechanism`): the io_uring server's receive path served in-process — unblocked, in a thread under the `no-io-uring` filter (where it falls back to `rx`, as under the block), and as `rx` — the three at once on cpu {}, each to its own clients on cpu {} keeping one request in flight a connection, over {} windows of {:.1} s, each timed by its own thread's CPU clock. Its prediction is blocked over unblocked, paired by window: the median, and the lowest to the highest window. It factors into what `rx` costs over io_uring and what the filter adds to `rx`:\n\n",
+        "The mechanism probe, before the first round (`bench-runner probe`; raw.json's `mechanism`): the server's own worker (its HTTP handling on the reactor) served in-process as the io_uring server unblocked, in a thread under the `no-io-uring` filter (where it falls back to `rx`, as under the block), and as `rx` — the three at once on cpu {}, each to its own clients on cpu {} keeping one request in flight a connection, over {} windows of {:.1} s, each timed by its own thread's CPU clock. Its prediction is blocked over unblocked, paired by window: the median, and the lowest to the highest window. It factors into what `rx` costs over io_uring and what the filter adds to `rx`:\n\n",
         cpu(m.server_cpu),
         cpu(m.client_cpu),
         m.levels.first().map_or(0, |l| l.batches.len()),
