@@ -12,7 +12,7 @@ pub use counters::*;
 pub use failure::{Failure, FailureKind};
 pub use load::*;
 pub use probe::{
-    BatchSpread, MechanismBatch, MechanismCost, MechanismLevel, PatternCost, SyscallCost,
+    BatchSpread, MechanismBatch, MechanismCost, MechanismLevel, PatternCost, ServedBy, SyscallCost,
 };
 pub use raw::*;
 pub use subject::*;

@@ -31,7 +31,31 @@ pub struct MechanismCost {
     pub client_cpu: Option<usize>,
     /// Seconds each pattern was measured in a batch (after its warm-up).
     pub window_s: f64,
+    /// What answered the requests (runs before the server's worker served them have none).
+    #[serde(default)]
+    pub served_by: ServedBy,
     pub levels: Vec<MechanismLevel>,
+}
+
+/// What the mechanism probe served its requests with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServedBy {
+    /// The probe's first version (8098de4): a fixed answer on the reactor, no HTTP handling.
+    #[default]
+    Responder,
+    /// The server's own worker: its HTTP handling on the reactor.
+    Worker,
+}
+
+impl ServedBy {
+    /// How the report names it.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            ServedBy::Responder => "a fixed answer on the server's reactor (the probe's first version: no HTTP handling)",
+            ServedBy::Worker => "the server's own worker (its HTTP handling on the reactor)",
+        }
+    }
 }
 
 /// One connection count: the three patterns, batch by batch.

@@ -199,6 +199,7 @@ pub fn measure(
         server_cpu,
         client_cpu,
         window_s: WINDOW.as_secs_f64(),
+        served_by: crate::model::ServedBy::Worker,
         levels,
     })
 }

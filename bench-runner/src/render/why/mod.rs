@@ -136,7 +136,11 @@ pub fn sentence(raw: &Raw, s: &Summary) -> String {
     if let (Some(p), Some(level)) = (c.probed, level) {
         let factor = |f: Option<BatchSpread>| f.map_or("?".into(), |f| signed(f.median));
         return format!(
-            "**Why here**: served in-process on this host, the io_uring server changes CPU per request by {} % as `rx` (its fallback under the block), and the filter adds {} %: the mechanism probe predicts {} % ({} to {}) {}, {} connections — {measured}. (Entering the kernel alone, the older prediction: {} to {} %.)",
+            "**Why here**: served in-process on this host{}, the io_uring server changes CPU per request by {} % as `rx` (its fallback under the block), and the filter adds {} %: the mechanism probe predicts {} % ({} to {}) {}, {} connections — {measured}. (Entering the kernel alone, the older prediction: {} to {} %.)",
+            match raw.mechanism.as_ref().map(|m| m.served_by) {
+                Some(crate::model::ServedBy::Responder) => " (by the probe's first version: a fixed answer, no HTTP handling)",
+                _ => "",
+            },
             factor(level.mechanism()),
             factor(level.filter()),
             signed(p.median),
@@ -165,7 +169,8 @@ pub fn sentence(raw: &Raw, s: &Summary) -> String {
 fn mechanism_table(m: &MechanismCost) -> String {
     let cpu = |c: Option<usize>| c.map_or("?".into(), |c| c.to_string());
     let mut t = format!(
-        "The mechanism probe, before the first round (`bench-runner probe`; raw.json's `mechanism`): the server's own worker (its HTTP handling on the reactor) served in-process as the io_uring server unblocked, in a thread under the `no-io-uring` filter (where it falls back to `rx`, as under the block), and as `rx` — the three at once on cpu {}, each to its own clients on cpu {} keeping one request in flight a connection, over {} windows of {:.1} s, each timed by its own thread's CPU clock. Its prediction is blocked over unblocked, paired by window: the median, and the lowest to the highest window. It factors into what `rx` costs over io_uring and what the filter adds to `rx`:\n\n",
+        "The mechanism probe, before the first round (`bench-runner probe`; raw.json's `mechanism`): {} served in-process as the io_uring server unblocked, in a thread under the `no-io-uring` filter (where it falls back to `rx`, as under the block), and as `rx` — the three at once on cpu {}, each to its own clients on cpu {} keeping one request in flight a connection, over {} windows of {:.1} s, each timed by its own thread's CPU clock. Its prediction is blocked over unblocked, paired by window: the median, and the lowest to the highest window. It factors into what `rx` costs over io_uring and what the filter adds to `rx`:\n\n",
+        m.served_by.phrase(),
         cpu(m.server_cpu),
         cpu(m.client_cpu),
         m.levels.first().map_or(0, |l| l.batches.len()),

@@ -95,6 +95,7 @@ fn the_probes_table_gives_each_level_its_factors_and_prediction() {
         server_cpu: Some(0),
         client_cpu: Some(1),
         window_s: 1.0,
+        served_by: crate::model::ServedBy::Worker,
         levels: vec![MechanismLevel {
             conns: 256,
             batches: vec![batch(1.0), batch(1.1), batch(0.9)],
