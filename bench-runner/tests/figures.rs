@@ -1,6 +1,6 @@
 //! Every interval README.md, docs/*.md and results/README.md quote comes from a committed run:
-//! a paired change with its interval (`+5.0 % [+3.2, +6.9]`) or an unresolved one
-//! (`≈ [−1.3, +1.5]`) must be printed, character for character, by a run named in the same
+//! a paired change with its interval (`+5.0 % [+3.2, +6.9]`), an unresolved one
+//! (`≈ [−1.3, +1.5]`) or the mechanism probe's prediction (`+4.4 % (+2.1 to +4.8)`) must be printed, character for character, by a run named in the same
 //! section (heading to heading) — in its table.md, evidence.md, README.md or calibration.md,
 //! which the re-render test keeps equal to what its raw.json renders today. A figure that
 //! drifted from its run, or one whose run is not named where it is quoted, fails here.
@@ -80,39 +80,44 @@ fn signed(s: &str) -> Option<usize> {
     (decimals > 0).then_some(sign.len_utf8() + digits + 1 + decimals)
 }
 
-/// The interval figures of `text`: `±x.x % [a, b]` and `≈ [a, b]`, as written.
+/// The interval figures of `text`: `±x.x % [a, b]` and `≈ [a, b]` (a measured change), and
+/// `±x.x % (a to b)` (the mechanism probe's prediction: its median and its windows' range), as
+/// written.
 fn intervals(text: &str) -> Vec<String> {
     let mut found = Vec::new();
-    for (at, _) in text.match_indices('[') {
-        // The bracket: `[a, b]`.
-        let inner = &text[at + 1..];
-        let Some(a) = signed(inner) else { continue };
-        let Some(after_a) = inner[a..].strip_prefix(", ") else {
-            continue;
-        };
-        let Some(b) = signed(after_a) else { continue };
-        if !after_a[b..].starts_with(']') {
-            continue;
-        }
-        let end = at + 1 + a + 2 + b + 1;
-        // What stands before it: `≈ ` or a signed percentage `+x.x % `.
-        let before = &text[..at];
-        let start = if before.ends_with("≈ ") {
-            at - "≈ ".len()
-        } else if let Some(head) = before.strip_suffix(" % ") {
-            let Some(s) = head.rfind(['+', '−', '-']) else {
+    for (open, between, close) in [('[', ", ", ']'), ('(', " to ", ')')] {
+        for (at, _) in text.match_indices(open) {
+            // The bracket: `[a, b]` or `(a to b)`.
+            let inner = &text[at + 1..];
+            let Some(a) = signed(inner) else { continue };
+            let Some(after_a) = inner[a..].strip_prefix(between) else {
                 continue;
             };
-            if signed(&head[s..]) != Some(head.len() - s) {
+            let Some(b) = signed(after_a) else { continue };
+            if !after_a[b..].starts_with(close) {
                 continue;
             }
-            s
-        } else {
-            continue;
-        };
-        found.push(text[start..end].to_string());
+            let end = at + 1 + a + between.len() + b + 1;
+            // What stands before it: `≈ ` (measured only) or a signed percentage `+x.x % `.
+            let before = &text[..at];
+            let start = if open == '[' && before.ends_with("≈ ") {
+                at - "≈ ".len()
+            } else if let Some(head) = before.strip_suffix(" % ") {
+                let Some(s) = head.rfind(['+', '−', '-']) else {
+                    continue;
+                };
+                if signed(&head[s..]) != Some(head.len() - s) {
+                    continue;
+                }
+                s
+            } else {
+                continue;
+            };
+            found.push((start, text[start..end].to_string()));
+        }
     }
-    found
+    found.sort();
+    found.into_iter().map(|(_, f)| f).collect()
 }
 
 /// What a run prints: its rendered tables and its own README.
@@ -186,11 +191,12 @@ fn every_quoted_interval_is_printed_by_a_run_named_beside_it() {
 #[test]
 fn the_parser_reads_what_the_documents_write() {
     assert_eq!(
-        intervals("paired +5.0 % [+3.2, +6.9] · −12.1 % [−16.6, −7.3]; ≈ [−1.3, +1.5] and [a, b]"),
+        intervals("paired +5.0 % [+3.2, +6.9] · −12.1 % [−16.6, −7.3]; ≈ [−1.3, +1.5] and [a, b]; predicted +4.4 % (+2.1 to +4.8), not ≈ (+1.0 to +2.0)"),
         [
             "+5.0 % [+3.2, +6.9]",
             "−12.1 % [−16.6, −7.3]",
-            "≈ [−1.3, +1.5]"
+            "≈ [−1.3, +1.5]",
+            "+4.4 % (+2.1 to +4.8)"
         ]
     );
     assert!(intervals("+5 % [+3, +6] and [+3.2, +6.9] alone").is_empty());
