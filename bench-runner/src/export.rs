@@ -264,6 +264,30 @@ fn relinked(text: &str, docs_base: &str) -> String {
         .replace("docs/", &format!("{docs_base}docs/"))
 }
 
+/// The app's library target (app/src/lib.rs) is for the runner, whose mechanism probe serves
+/// requests with the server's own worker; the entry's one library target is the reactor. So
+/// the entry's binary declares the app's modules itself: main.rs gets lib.rs's module
+/// declarations where it declares its own, and says `crate::` where it said `server::`. What
+/// only the probe uses is dead code in a binary, allowed there by name.
+fn binary_root(main: &str, lib: &str) -> String {
+    let decls: String = lib
+        .lines()
+        .filter(|l| !l.starts_with("//!") && !l.trim().is_empty())
+        .map(|l| match l.strip_prefix("pub mod ") {
+            Some(rest) => format!(
+                "#[allow(dead_code)] // what only the runner's in-process probe uses\nmod {rest}\n"
+            ),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    main.replacen(
+        "mod healthcheck;\n",
+        &format!("{decls}mod healthcheck;\n"),
+        1,
+    )
+    .replace("use server::", "use crate::")
+}
+
 fn copy_rs(root: &Path, from: &str, to: &Path, docs_base: &str) -> Result<usize> {
     let dir = root.join(from);
     let mut n = 0;
@@ -278,9 +302,15 @@ fn copy_rs(root: &Path, from: &str, to: &Path, docs_base: &str) -> Result<usize>
             n += copy_rs(root, &relative, &to.join(&name), docs_base)?;
         } else if path.extension().is_some_and(|e| e == "rs")
             && !TEST_ONLY.contains(&relative.as_str())
+            && relative != "app/src/lib.rs"
         {
             std::fs::create_dir_all(to).map_err(file::error("creating", to))?;
-            let text = std::fs::read_to_string(&path).map_err(file::error("reading", &path))?;
+            let mut text = std::fs::read_to_string(&path).map_err(file::error("reading", &path))?;
+            if relative == "app/src/main.rs" {
+                let lib = dir.join("lib.rs");
+                let lib = std::fs::read_to_string(&lib).map_err(file::error("reading", &lib))?;
+                text = binary_root(&text, &lib);
+            }
             let target = to.join(&name);
             std::fs::write(&target, relinked(&without_test_modules(&text), docs_base))
                 .map_err(file::error("writing", &target))?;
