@@ -65,7 +65,8 @@ pub struct MechanismLevel {
     pub batches: Vec<MechanismBatch>,
 }
 
-/// The three patterns of one batch, run back to back (each a fresh serving thread).
+/// The three patterns of one batch, served at once over one window (each a fresh worker on
+/// fresh connections).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MechanismBatch {
     /// Edge-triggered epoll, `recvfrom`, `sendto`: the `rx` server.
@@ -100,14 +101,6 @@ impl PatternCost {
     pub fn syscalls_per_request(&self) -> f64 {
         self.syscalls as f64 / self.requests.max(1) as f64
     }
-    pub fn requests_per_wait(&self) -> f64 {
-        self.requests as f64 / self.waits.max(1) as f64
-    }
-    /// The kernel's share of the CPU time (none when the split is empty).
-    pub fn kernel_share(&self) -> Option<f64> {
-        let both = self.user_ns + self.system_ns;
-        (both > 0).then(|| self.system_ns as f64 / both as f64)
-    }
 }
 
 /// A figure over the batches: the median of its per-batch values (each paired within its batch) and
@@ -123,14 +116,9 @@ impl BatchSpread {
     /// From per-batch changes (none: no batch).
     pub fn of(mut changes: Vec<f64>) -> Option<BatchSpread> {
         changes.retain(|x| x.is_finite());
-        changes.sort_by(f64::total_cmp);
-        let (&low, &high) = (changes.first()?, changes.last()?);
-        let n = changes.len();
-        let median = if n % 2 == 1 {
-            changes[n / 2]
-        } else {
-            (changes[n / 2 - 1] + changes[n / 2]) / 2.0
-        };
+        let median = crate::stats::median(&changes)?;
+        let low = changes.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = changes.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         Some(BatchSpread { median, low, high })
     }
 
@@ -172,6 +160,11 @@ impl MechanismLevel {
     /// A pattern's median over the batches of `f`.
     pub fn median(&self, f: impl Fn(&MechanismBatch) -> f64) -> f64 {
         self.paired(f).map_or(f64::NAN, |p| p.median)
+    }
+
+    /// A pattern's CPU µs a request, its median over the batches.
+    pub fn median_us(&self, pattern: fn(&MechanismBatch) -> &PatternCost) -> f64 {
+        self.median(|b| pattern(b).ns_per_request()) / 1e3
     }
 }
 

@@ -34,7 +34,7 @@ use reactor::Waker;
 use server::worker::{Control, Stats};
 
 use super::serve::{self, Pattern, Ready};
-use crate::model::{MechanismBatch, MechanismCost, MechanismLevel, PatternCost};
+use crate::model::{MechanismBatch, MechanismCost, MechanismLevel};
 
 /// Batches a connection count; the spread of five paired ratios is the prediction's range
 /// (the median of five lies between their lowest and highest with 94 % probability).
@@ -64,8 +64,6 @@ pub enum MechanismError {
     NoSnapshot,
     #[error("the blocked pattern ran {0}, not the fallback to epoll/rx it stands for")]
     NotBlocked(String),
-    #[error("a probe thread panicked")]
-    Panicked,
 }
 
 /// How long a snapshot, the workers' start or the clients' connecting may take before the
@@ -120,23 +118,23 @@ fn batch(
         }
         drop((ready_tx, snap_tx));
         let mut wakers: Vec<Option<Waker>> = Pattern::ALL.iter().map(|_| None).collect();
+        let mut clients = Vec::new();
         let measured = (|| {
-            let mut reports = Vec::new();
             for _ in Pattern::ALL {
                 let (i, report, waker) = ready_rx
                     .recv_timeout(PATIENCE)
                     .map_err(|_| MechanismError::NotReady)??;
                 wakers[i] = Some(waker);
-                reports.push((Pattern::ALL[i], report));
-            }
-            if let Some((_, r)) = reports.iter().find(|(p, r)| {
-                *p == Pattern::Blocked && r.epoll_mode != Some(reactor::EpollMode::Rx)
-            }) {
-                return Err(MechanismError::NotBlocked(r.to_string()));
+                if Pattern::ALL[i] == Pattern::Blocked
+                    && report.epoll_mode != Some(reactor::EpollMode::Rx)
+                {
+                    return Err(MechanismError::NotBlocked(report.to_string()));
+                }
             }
             for (&addr, stop) in addrs.iter().zip(&stops) {
                 let connected = &connected;
-                scope.spawn(move || serve::drive(cpus.1, addr, conns, stop, connected));
+                clients
+                    .push(scope.spawn(move || serve::drive(cpus.1, addr, conns, stop, connected)));
             }
             let deadline = Instant::now() + PATIENCE;
             while connected.load(Ordering::Relaxed) < Pattern::ALL.len() {
@@ -162,6 +160,13 @@ fn batch(
             if let Some(w) = waker {
                 w.wake();
             }
+        }
+        // A client that failed (a connect refused, say) is why the window never came: its
+        // error names the cause, where the window's own would only say it stalled.
+        for client in clients {
+            client
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
         }
         let (first, last) = measured?;
         let cost = |i: usize| serve::cost_between(&first[i], &last[i]);
@@ -238,7 +243,7 @@ pub fn describe(m: &MechanismCost) -> String {
         let (Some(p), Some(mech), Some(filter)) = (l.predicted(), l.mechanism(), l.filter()) else {
             continue;
         };
-        let us = |f: fn(&MechanismBatch) -> &PatternCost| l.median(|b| f(b).ns_per_request()) / 1e3;
+        let us = |f| l.median_us(f);
         t += &format!(
             "  {} connections: io_uring {:.2} µs a request, rx {:.2}, blocked {:.2}: the block costs {} ({} to {}) = rx over io_uring {} × the filter {}\n",
             l.conns,

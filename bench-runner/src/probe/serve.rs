@@ -94,13 +94,14 @@ pub fn work(
     ready: Sender<Ready>,
     snapshots: Sender<(usize, Stats)>,
 ) {
+    let config = pattern.config();
     let start = || -> Result<Reactor, MechanismError> {
         pin(cpu)?;
         if pattern == Pattern::Blocked {
             sandbox::deny_io_uring_in_this_thread(libc::EPERM)
                 .map_err(|e| MechanismError::Filter(e.to_string()))?;
         }
-        Reactor::new(&pattern.config().reactor_config()).map_err(|e| MechanismError::Reactor {
+        Reactor::new(&config.reactor_config()).map_err(|e| MechanismError::Reactor {
             what: "starting the server's worker",
             detail: e.to_string(),
         })
@@ -114,7 +115,7 @@ pub fn work(
     };
     let _ = ready.send(Ok((index, reactor.report(), reactor.waker())));
     drop(ready);
-    let worker = Worker::new(reactor, pattern.config().worker_settings());
+    let worker = Worker::new(reactor, config.worker_settings());
     // What ends the loop is the probe's stop; an error then has nobody to tell but the
     // snapshots that will not come, which the probe names.
     let _ = worker.run(OwnedFd::from(listener), control, index, snapshots);

@@ -178,9 +178,7 @@ fn mechanism_table(m: &MechanismCost) -> String {
     );
     t += "| conns | io_uring's CPU µs a request | `rx` | blocked | syscalls a request (io_uring / `rx`) | `rx` over io_uring | the filter | the filter a syscall | predicted |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for l in &m.levels {
-        let us = |f: fn(&crate::model::MechanismBatch) -> &crate::model::PatternCost| {
-            l.median(|b| f(b).ns_per_request()) / 1e3
-        };
+        let us = |f| l.median_us(f);
         let calls = |f: fn(&crate::model::MechanismBatch) -> &crate::model::PatternCost| {
             l.median(|b| f(b).syscalls_per_request())
         };
