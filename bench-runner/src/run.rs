@@ -213,6 +213,7 @@ pub async fn run_on<E: Engine>(
             calibration_group: args.calibration,
             target: plan.target,
             planned_rounds: plan.target.map(|_| plan.rounds),
+            added: None,
             schedule: Some(Schedule::Blocks),
             relaunch: plan.relaunch,
             pairing: plan.pairing,

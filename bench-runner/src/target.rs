@@ -1,12 +1,13 @@
-//! Adaptive rounds (`--target-resolution`): after the planned rounds a run keeps adding rounds
-//! until the A/A control resolves the target in every cell, or the budget would run out first.
-//! A noisy hour then costs time instead of resolution, and where even the time did not suffice
-//! the table says which cells fell short.
+//! Added rounds (`--target-resolution`): after the planned rounds — the first stage — the
+//! spread of each A/A cell decides, once, how many more rounds its block needs for the target
+//! ([`crate::stats::stopping`]: Stein's two-stage rule); the run drives them and stops, within
+//! its budget. A noisy hour then costs time instead of resolution, and where even the time did
+//! not suffice the table says which cells fell short.
 //!
-//! An added round drives only the blocks whose A/A is still wider than the target (each under
-//! every profile, so the profile comparisons gain pairs too): the cells that need slices get
-//! them — open loop below capacity is noisier per slice than keep-alive — and the budget is not
-//! spent on cells already resolved.
+//! An added round drives only the blocks still short of the target (each under every profile,
+//! so the profile comparisons gain pairs too): the cells that need slices get them — open loop
+//! below capacity is noisier per slice than keep-alive — and the budget is not spent on cells
+//! already resolved.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::model::LoadModel;
+use crate::stats::stopping::rounds_needed;
 use crate::summary::{Metric, Resolution, Summary, MEAN_ROUTE};
 
 /// What a run aims for: the A/A half-width on CPU per request in every cell, within a budget.
@@ -46,19 +48,60 @@ impl Block {
 /// The blocks an added round drives: `None` for all of them.
 pub type Blocks = Option<BTreeSet<Block>>;
 
-/// Whether to drive another round.
+/// What the first stage decides ([`crate::stats::stopping`]).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Next {
-    /// Cells still wider than the target, and time for a round of their blocks (of every
-    /// block while some cell has no interval yet).
-    Round(Blocks),
-    /// Every cell at the target.
+pub enum Decision {
+    /// Some A/A cell has no interval yet (a slice failed): a round of every block, then
+    /// decide again. A rule on what is missing, not on the spread.
+    Incomplete,
+    /// The rounds to add: decided once, from the spread of the rounds so far.
+    Add(Added),
+    /// Every cell is at the target already: nothing to add.
     Reached,
-    /// A round would end past the budget; these cells are still wider.
-    BudgetSpent(Vec<Resolution>),
     /// The run has no A/A control: nothing to judge the target by.
     NoControl,
 }
+
+/// The rounds the two-stage rule adds, by block: block `b` is driven in added rounds
+/// `1..=added[b]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Added(pub std::collections::BTreeMap<Block, u32>);
+
+impl Added {
+    /// How many rounds are added in all (the most any block gets).
+    pub fn rounds(&self) -> u32 {
+        self.0.values().copied().max().unwrap_or(0)
+    }
+
+    /// The blocks of added round `k` (1-based).
+    pub fn round(&self, k: u32) -> Blocks {
+        Some(
+            self.0
+                .iter()
+                .filter(|(_, n)| **n >= k)
+                .map(|(b, _)| b.clone())
+                .collect(),
+        )
+    }
+}
+
+/// What the rule asked and what was driven, recorded in raw.json's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddedRounds {
+    /// The first stage's last round: the planned rounds, and any of every block added while
+    /// an A/A cell had no interval.
+    pub first_stage: u32,
+    /// Rounds the first stage's spread asked for (the most of any block).
+    pub asked: u32,
+    /// Blocks given at least one.
+    pub blocks: usize,
+    /// Rounds driven: fewer than asked where the budget ran out first.
+    pub driven: u32,
+}
+
+/// No block gets more rounds than this many times the planned ones: past it the budget has
+/// long run out.
+const MOST_TIMES_PLANNED: usize = 8;
 
 impl Target {
     pub fn budget(&self) -> Duration {
@@ -73,44 +116,47 @@ impl Target {
             .collect()
     }
 
-    /// After a round: another one, or why not. `cells` is how many A/A cells the run has
-    /// (one with no interval yet counts as open); `elapsed` the measuring so far, `per_visit`
-    /// one visit's share of it (one driver window: a slice, or a duet's two), `visits_in` how
-    /// many visits a round of some blocks holds.
-    pub fn next(
-        &self,
-        s: &Summary,
-        cells: usize,
-        elapsed: Duration,
-        per_visit: Duration,
-        visits_in: impl Fn(&Blocks) -> usize,
-    ) -> Next {
+    /// After the first stage (the planned rounds, and any round of every block a missing
+    /// interval added): the rounds each block still needs, from each A/A cell's spread so far
+    /// ([`rounds_needed`]). `cells` is how many A/A cells the run has, `planned` its planned
+    /// rounds.
+    pub fn decide(&self, s: &Summary, cells: usize, planned: u32) -> Decision {
         if cells == 0 {
-            return Next::NoControl;
+            return Decision::NoControl;
         }
-        let judged = s
+        let judged: Vec<&Resolution> = s
             .resolution
             .iter()
             .filter(|r| r.metric == Metric::CpuPerRequest)
-            .count();
-        let open = self.open(s);
-        if open.is_empty() && judged >= cells {
-            return Next::Reached;
+            .collect();
+        if judged.len() < cells {
+            return Decision::Incomplete;
         }
-        let blocks: Blocks = (judged >= cells).then(|| {
-            open.iter()
-                .map(|r| Block {
+        let most = planned as usize * MOST_TIMES_PLANNED;
+        let mut added = Added::default();
+        for r in judged {
+            let n = rounds_needed(r.half_width, r.pairs, self.half_width, most);
+            let more = n.saturating_sub(r.pairs) as u32;
+            if more > 0 {
+                let block = Block {
                     load: r.load,
                     conns: r.conns,
                     route: r.route.clone(),
-                })
-                .collect()
-        });
-        let round = per_visit * visits_in(&blocks) as u32;
-        if elapsed + round > self.budget() {
-            return Next::BudgetSpent(open.into_iter().cloned().collect());
+                };
+                let at = added.0.entry(block).or_default();
+                *at = (*at).max(more);
+            }
         }
-        Next::Round(blocks)
+        if added.0.is_empty() {
+            Decision::Reached
+        } else {
+            Decision::Add(added)
+        }
+    }
+
+    /// Whether a round of `round` more measuring still ends within the budget.
+    pub fn fits(&self, elapsed: Duration, round: Duration) -> bool {
+        elapsed + round <= self.budget()
     }
 }
 
@@ -129,6 +175,7 @@ mod tests {
             half_width,
             aa_bound: half_width,
             aa_apart: false,
+            pairs: 6,
         }
     }
 
@@ -139,51 +186,50 @@ mod tests {
         }
     }
 
+    fn block(conns: u32) -> Block {
+        Block {
+            load: LoadModel::KeepAlive,
+            conns,
+            route: "GET:/".into(),
+        }
+    }
+
     #[test]
-    fn rounds_go_on_until_every_cell_is_resolved_or_the_budget_is_spent() {
+    fn the_first_stage_decides_the_added_rounds_of_each_block_once() {
         let t = Target {
             half_width: 0.02,
             budget_s: 600.0,
         };
-        // 10 slices a block, 1.5 s each: a round of every block (two) is 30 s.
-        let (min, slice) = (Duration::from_secs(60), Duration::from_millis(1500));
-        let slices = |b: &Blocks| b.as_ref().map_or(20, |b| 10 * b.len());
-        let wide = summary(vec![cell(64, 0.015), cell(512, 0.031)]);
-        let only_512 = BTreeSet::from([Block {
-            load: LoadModel::KeepAlive,
-            conns: 512,
-            route: "GET:/".into(),
-        }]);
-        // Only the open cell's block is driven again.
-        assert_eq!(
-            t.next(&wide, 2, min, slice, slices),
-            Next::Round(Some(only_512))
-        );
+        // c=512 at ±3.1 % after six rounds needs 6 × (3.1 / 2)² ≈ 13 in all (t shrinking
+        // too); c=64 at ±1.5 % none; the same block under another profile at ±2.5 % fewer.
+        let mut other = cell(512, 0.025);
+        other.profile = Profile::NoIoUring;
+        let wide = summary(vec![cell(64, 0.015), cell(512, 0.031), other]);
+        let Decision::Add(added) = t.decide(&wide, 3, 6) else {
+            panic!("{:?}", t.decide(&wide, 3, 6));
+        };
+        let n = rounds_needed(0.031, 6, 0.02, 48) as u32 - 6;
+        assert!((5..=9).contains(&n), "{n}");
+        assert_eq!(added.0, [(block(512), n)].into());
+        assert_eq!(added.rounds(), n);
+        assert_eq!(added.round(1), Some([block(512)].into()));
+        assert_eq!(added.round(n + 1), Some([].into()));
+        // Every cell at the target: nothing added.
         let done = summary(vec![cell(64, 0.015), cell(512, 0.019)]);
-        assert_eq!(t.next(&done, 2, min, slice, slices), Next::Reached);
-        // One cell has no interval yet: not reached, and every block goes again.
+        assert_eq!(t.decide(&done, 2, 6), Decision::Reached);
+        // One cell has no interval yet: a round of every block, then decide again.
         let partial = summary(vec![cell(64, 0.015)]);
-        assert_eq!(t.next(&partial, 2, min, slice, slices), Next::Round(None));
-        // The next round would end past the budget: stop, naming the open cell. A round of
-        // the one open block (15 s) still fits where a round of both (30 s) would not.
-        assert_eq!(
-            t.next(&wide, 2, Duration::from_secs(590), slice, slices),
-            Next::BudgetSpent(vec![cell(512, 0.031)])
-        );
-        assert!(matches!(
-            t.next(&wide, 2, Duration::from_secs(580), slice, slices),
-            Next::Round(Some(_))
-        ));
-        assert_eq!(
-            t.next(&partial, 2, Duration::from_secs(580), slice, slices),
-            Next::BudgetSpent(vec![])
-        );
-        assert_eq!(t.next(&wide, 0, min, slice, slices), Next::NoControl);
+        assert_eq!(t.decide(&partial, 2, 6), Decision::Incomplete);
+        assert_eq!(t.decide(&wide, 0, 6), Decision::NoControl);
         // req/s cells do not count: the target is on CPU per request.
         let mut rps = cell(64, 0.5);
         rps.metric = Metric::Rps;
         let with_rps = summary(vec![cell(64, 0.01), rps]);
-        assert_eq!(t.next(&with_rps, 1, min, slice, slices), Next::Reached);
+        assert_eq!(t.decide(&with_rps, 1, 6), Decision::Reached);
+        // A round fits while it ends within the budget.
+        let min = Duration::from_secs(60);
+        assert!(t.fits(Duration::from_secs(540), min));
+        assert!(!t.fits(Duration::from_secs(541), min));
     }
 
     #[test]

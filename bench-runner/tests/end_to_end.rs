@@ -256,8 +256,8 @@ fn docker_run_resolves_a_real_difference_and_not_the_same_server_twice() {
     assert_eq!(rxbench_containers(), 0, "containers left behind");
 }
 
-/// `--target-resolution`: rounds are added after the planned ones until the A/A control
-/// resolves the target, or the budget runs out — and the table says which happened.
+/// `--target-resolution`: the rounds the planned ones' spread asks for are added (the
+/// two-stage rule), as the budget allows — and the table says which happened.
 #[test]
 fn native_run_adds_rounds_for_its_target_and_says_where_it_fell_short() {
     let run_with = |label: &str, target: &str, budget: &str, configs: &str, instances: &str| {
@@ -294,7 +294,7 @@ fn native_run_adds_rounds_for_its_target_and_says_where_it_fell_short() {
             ],
         )
     };
-    // ±0.01 % is out of reach: rounds are added until the next would end past 9 s.
+    // ±0.01 % is out of reach: the first stage asks for more rounds than 9 s allow.
     let (dir, summary) = run_with(
         "target-short",
         "0.01",
@@ -309,6 +309,14 @@ fn native_run_adds_rounds_for_its_target_and_says_where_it_fell_short() {
     assert_eq!(raw.slices.len() as u64, rounds * 4, "4 residents a round");
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
     assert!(table.contains("**not reached** in 1 of 1 cells"), "{table}");
+    let added = &summary["settings"]["added"];
+    assert_eq!(added["first_stage"], 3, "{added}");
+    assert_eq!(added["driven"].as_u64(), Some(rounds - 3), "{added}");
+    assert!(
+        added["asked"].as_u64() > added["driven"].as_u64(),
+        "{added}"
+    );
+    assert!(table.contains("the budget allowed"), "{table}");
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
     // ±50 % is met by the planned rounds on any host fit to measure: none added (three
     // configurations of three instances, so that the instance variance has 6 degrees of
@@ -334,7 +342,7 @@ fn native_run_adds_rounds_for_its_target_and_says_where_it_fell_short() {
         }
         // Rounds were added: the table must say so, reached or not.
         assert!(
-            table.contains("added)") || table.contains("**not reached**"),
+            table.contains("the two-stage rule") || table.contains("**not reached**"),
             "{table}"
         );
         tables.push(table);

@@ -204,11 +204,12 @@ pub struct MeasureArgs {
     /// predicts the block's cost; the syscall-entry probe (a second) still runs
     #[arg(long)]
     pub no_mechanism_probe: bool,
-    /// Keep adding rounds after the planned ones until the A/A control's half-width on CPU per
-    /// request is at most PCT percent in every cell, or --max-duration would run out (the
-    /// table then names the cells that fell short); an added round drives only the (load
-    /// model, level, route) blocks still wider, under every profile [default: 2 in a full run; off with
-    /// --quick or an explicit --rounds unless given]
+    /// Add rounds after the planned ones so that the A/A control's half-width on CPU per
+    /// request reaches PCT percent in every cell: how many each (load model, level, route)
+    /// block gets, under every profile, is decided once from the planned rounds' spread (the
+    /// two-stage rule; the intervals are then Stein's), and driven while --max-duration allows
+    /// (the table names the cells that fell short) [default: 2 in a full run; off with --quick
+    /// or an explicit --rounds unless given]
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub target_resolution: Option<f64>,
     /// The measuring time no added round may end past (the planned rounds always run)

@@ -233,6 +233,10 @@ pub struct Settings {
     /// The rounds planned before any was added for the target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned_rounds: Option<u32>,
+    /// What the two-stage rule asked after the first stage, and what was driven (runs before
+    /// it added rounds while the A/A control was wider than the target: none here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added: Option<crate::target::AddedRounds>,
     /// The order the rounds used; runs before it was recorded have it inferred from their
     /// slices ([`Raw::schedule`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -262,6 +266,15 @@ impl Settings {
     /// own distance from no change bounds what the run can tell apart.
     pub fn intervals_cover_processes(&self) -> bool {
         self.instances > 1 || self.relaunch == Relaunch::Round
+    }
+
+    /// The last round of the first stage where rounds were added after it for the target
+    /// (the round the two-stage rule decided at; runs before it: the planned rounds, after
+    /// which they began to add) — the rounds whose spread the interval takes
+    /// ([`crate::stats::stopping::interval`]). None where no round was added.
+    pub fn first_stage(&self) -> Option<u32> {
+        let first = self.added.map(|a| a.first_stage).or(self.planned_rounds)?;
+        (self.rounds > first).then_some(first)
     }
 }
 

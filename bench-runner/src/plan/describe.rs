@@ -153,7 +153,7 @@ impl Plan {
             s += &match self.control_cells() {
                 0 => "no A/A control in this plan: --target-resolution has nothing to judge by; the planned rounds only\n".to_string(),
                 _ => format!(
-                    "then rounds of the blocks still wider until the A/A control resolves ±{:.1} % on CPU per request in every cell, within {} min of measuring\n",
+                    "then the rounds each block needs for the A/A control to resolve ±{:.1} % on CPU per request in every cell, decided once from the planned rounds' spread (the two-stage rule), within {} min of measuring\n",
                     t.half_width * 100.0,
                     (t.budget_s / 60.0).round()
                 ),

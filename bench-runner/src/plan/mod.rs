@@ -172,7 +172,7 @@ impl Plan {
     }
 
     /// The A/A control's cells: profiles with both io_uring and its control, times the load
-    /// models, levels and routes (and the routes' mean, with more than one).
+    /// models, levels and routes (not the routes' mean: its routes are the cells).
     pub fn control_cells(&self) -> usize {
         let has = |p: Profile, c: ServerConfig| {
             self.servers.contains(&ServerKey {
@@ -184,7 +184,8 @@ impl Plan {
             .into_iter()
             .filter(|&p| has(p, ServerConfig::IoUring) && has(p, ServerConfig::IoUringControl))
             .count();
-        let routes = self.routes.len() + usize::from(self.routes.len() > 1);
+        // The mean over the routes is no control cell of its own (its routes are).
+        let routes = self.routes.len();
         let levels: usize = self.loads.iter().map(|&l| self.conns_of(l).len()).sum();
         profiles * levels * routes
     }

@@ -227,12 +227,25 @@ pub(super) fn target_text(
         return aim + "not judged — this run has no A/A control.\n\n";
     }
     let open = target.open(s);
+    // How the added rounds were decided: once from the first stage's spread, or (runs before
+    // the two-stage rule) after every round on the spread so far.
+    let rule = match st.added {
+        Some(a) if a.driven < a.asked => format!(
+            ": the planned rounds' spread asked for {} more of {} blocks (the two-stage rule, decided once); the budget allowed {}",
+            a.asked, a.blocks, a.driven
+        ),
+        Some(a) => format!(
+            ": the planned rounds' spread asked for {} more of {} blocks (the two-stage rule, decided once)",
+            a.asked, a.blocks
+        ),
+        None if added > 0 => ": added one at a time while the A/A control was wider, judged on the spread so far (the rule before the two-stage one); the intervals take the planned rounds' spread, as a rule on the sample's own spread leaves the spread over all rounds too narrow".to_string(),
+        None => String::new(),
+    };
     if open.is_empty() {
-        return aim
-            + &format!(
-                "reached in every cell after {} rounds ({planned} planned, {added} added).\n\n",
-                st.rounds
-            );
+        return aim + &format!(
+            "reached in every cell after {} rounds ({planned} planned, {added} added{rule}).\n\n",
+            st.rounds
+        );
     }
     let names: Vec<String> = open
         .iter()
@@ -248,7 +261,7 @@ pub(super) fn target_text(
         })
         .collect();
     aim + &format!(
-        "**not reached** in {} of {cells} cells after {} rounds ({planned} planned, {added} added; the budget ran out first): {}.\n\n",
+        "**not reached** in {} of {cells} cells after {} rounds ({planned} planned, {added} added{rule}): {}.\n\n",
         open.len(),
         st.rounds,
         names.join("; ")
@@ -263,9 +276,10 @@ pub(super) fn route_suffix(route: &str) -> String {
     }
 }
 
-/// What a comparison's interval is taken over, by how the run launched and paired its servers.
-pub(super) fn interval_over(st: &Settings) -> &'static str {
-    match (st.relaunch, st.pairing) {
+/// What a comparison's interval is taken over, by how the run launched and paired its servers,
+/// and whose spread it takes where rounds were added after a first stage.
+pub(super) fn interval_over(st: &Settings) -> String {
+    let over = match (st.relaunch, st.pairing) {
         (Relaunch::Once, _) => "over instances and rounds",
         (Relaunch::Round, Pairing::Duet) => {
             "over rounds of duets (Student's t; each round's processes new, the order within each duet drawn afresh)"
@@ -273,6 +287,13 @@ pub(super) fn interval_over(st: &Settings) -> &'static str {
         (Relaunch::Round, Pairing::Alternate) => {
             "over rounds (Student's t; each round's processes new)"
         }
+    };
+    match st.first_stage() {
+        Some(first) if st.relaunch == Relaunch::Round => format!(
+            "{over} — Stein's, as rounds were added after round {first}: the mean over all {} rounds, the spread and degrees of freedom of the first {first} alone, so that how many rounds were run cannot narrow it",
+            st.rounds
+        ),
+        _ => over.to_string(),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::plan::{Cell, Plan};
 use crate::pool::Pool;
 use crate::preflight::check_ports;
 use crate::summary::summarise_slices;
-use crate::target::Next;
+use crate::target::{AddedRounds, Blocks, Decision, Target};
 use crate::{cpus, record, slice, strace};
 
 /// What stays the same over the rounds.
@@ -127,6 +127,128 @@ impl Rounds<'_> {
         Ok(())
     }
 
+    /// One round after the planned ones, of `blocks` (`None`: every block): false when the
+    /// run was interrupted.
+    #[allow(clippy::too_many_arguments)]
+    async fn added_round<E: Engine>(
+        &mut self,
+        pool: &mut Pool<'_, E>,
+        raw: &mut Raw,
+        round: u32,
+        blocks: &Blocks,
+        why: &str,
+        bar: &ProgressBar,
+        t0: Instant,
+    ) -> Result<bool> {
+        raw.settings.rounds = round;
+        if self.plan.relaunch == Relaunch::Round {
+            self.relaunch(pool, raw, bar).await?;
+        }
+        let round_start = Instant::now();
+        let order = self.plan.round_order_of(round, blocks);
+        let slices = order.len();
+        bar.inc_length(slices as u64);
+        let Some(failed) = self.drive(pool, raw, round, order, bar, t0).await? else {
+            return Ok(false);
+        };
+        let took = round_start.elapsed().as_secs_f64();
+        report_round(
+            bar,
+            format!("round {round} ({why}): {slices} slices in {took:.0} s ({failed} failed)"),
+        );
+        Ok(true)
+    }
+
+    /// The rounds `--target-resolution` adds after the planned ones, by the two-stage rule
+    /// ([`crate::stats::stopping`]): a round of every block while an A/A cell has no interval,
+    /// then the rounds the spread so far asks for, decided once and driven as the budget
+    /// allows — never judged again on the later rounds' spread. False when interrupted.
+    async fn add_rounds<E: Engine>(
+        &mut self,
+        pool: &mut Pool<'_, E>,
+        raw: &mut Raw,
+        target: &Target,
+        bar: &ProgressBar,
+        t0: Instant,
+        measuring: Instant,
+    ) -> Result<bool> {
+        let plan = self.plan;
+        let pct = target.half_width * 100.0;
+        // A round's length from the visits so far (a duet is one visit and two slices).
+        let length = |raw: &Raw, round: u32, blocks: &Blocks| {
+            let visits = raw.slices.len() / plan.pairing.slices_per_visit() + raw.solo.len();
+            measuring.elapsed() / visits.max(1) as u32
+                * plan.round_order_of(round, blocks).len() as u32
+        };
+        let spent = |round: u32| {
+            eprintln!(
+                "bench-runner: the budget of {} min is spent after {round} rounds",
+                (target.budget_s / 60.0).round()
+            );
+        };
+        let mut round = plan.rounds;
+        let added = loop {
+            match target.decide(&summarise_slices(raw), plan.control_cells(), plan.rounds) {
+                Decision::NoControl => {
+                    let note = "--target-resolution: no A/A control in this run, so nothing to judge it by; the planned rounds only".to_string();
+                    if !raw.notes.contains(&note) {
+                        raw.notes.push(note);
+                    }
+                    return Ok(true);
+                }
+                Decision::Reached => {
+                    eprintln!("bench-runner: the A/A control resolves ±{pct:.1} % in every cell after {round} rounds: none added");
+                    return Ok(true);
+                }
+                Decision::Incomplete => {
+                    if !target.fits(measuring.elapsed(), length(raw, round + 1, &None)) {
+                        spent(round);
+                        return Ok(true);
+                    }
+                    round += 1;
+                    let why = "of every block: an A/A cell has no interval yet";
+                    if !self
+                        .added_round(pool, raw, round, &None, why, bar, t0)
+                        .await?
+                    {
+                        return Ok(false);
+                    }
+                }
+                Decision::Add(added) => break added,
+            }
+        };
+        let asked = added.rounds();
+        let mut record = AddedRounds {
+            first_stage: round,
+            asked,
+            blocks: added.0.len(),
+            driven: 0,
+        };
+        eprintln!(
+            "bench-runner: after {round} rounds the A/A control's spread asks for {asked} more of {} blocks to resolve ±{pct:.1} % (decided once: the two-stage rule)",
+            record.blocks
+        );
+        for k in 1..=asked {
+            let blocks = added.round(k);
+            if !target.fits(measuring.elapsed(), length(raw, round + 1, &blocks)) {
+                spent(round);
+                break;
+            }
+            round += 1;
+            let why = format!("added {k} of {asked} for the target resolution");
+            if !self
+                .added_round(pool, raw, round, &blocks, &why, bar, t0)
+                .await?
+            {
+                return Ok(false);
+            }
+            record.driven = k;
+            raw.settings.added = Some(record);
+        }
+        raw.settings.added = Some(record);
+        Ok(true)
+    }
+
     pub(super) async fn measure<E: Engine>(
         &mut self,
         pool: &mut Pool<'_, E>,
@@ -189,54 +311,12 @@ impl Rounds<'_> {
                 ),
             );
         }
-        // Rounds added for the target resolution, of the blocks still wider than it.
         if let Some(target) = &plan.target {
-            let mut round = plan.rounds;
-            loop {
-                round += 1;
-                // A round's length is counted in visits (a duet is one visit and two slices).
-                let visits = raw.slices.len() / plan.pairing.slices_per_visit() + raw.solo.len();
-                let per_visit = measuring.elapsed() / visits.max(1) as u32;
-                let blocks = match target.next(
-                    &summarise_slices(raw),
-                    plan.control_cells(),
-                    measuring.elapsed(),
-                    per_visit,
-                    |b| plan.round_order_of(round, b).len(),
-                ) {
-                    Next::Round(open) => open,
-                    Next::Reached => {
-                        eprintln!("bench-runner: the A/A control resolves ±{:.1} % in every cell after {} rounds", target.half_width * 100.0, round - 1);
-                        break;
-                    }
-                    Next::BudgetSpent(open) => {
-                        eprintln!("bench-runner: the budget of {} min is spent after {} rounds; {} cells still wider than ±{:.1} %", (target.budget_s / 60.0).round(), round - 1, open.len(), target.half_width * 100.0);
-                        break;
-                    }
-                    Next::NoControl => {
-                        let note = "--target-resolution: no A/A control in this run, so nothing to judge it by; the planned rounds only".to_string();
-                        if !raw.notes.contains(&note) {
-                            raw.notes.push(note);
-                        }
-                        break;
-                    }
-                };
-                raw.settings.rounds = round;
-                if relaunch {
-                    self.relaunch(pool, raw, &bar).await?;
-                }
-                let round_start = Instant::now();
-                let order = plan.round_order_of(round, &blocks);
-                let slices = order.len();
-                bar.inc_length(slices as u64);
-                let Some(failed) = self.drive(pool, raw, round, order, &bar, t0).await? else {
-                    return Ok(());
-                };
-                let took = round_start.elapsed().as_secs_f64();
-                report_round(
-                    &bar,
-                    format!("round {round} (added for the target resolution): {slices} slices in {took:.0} s ({failed} failed)"),
-                );
+            if !self
+                .add_rounds(pool, raw, target, &bar, t0, measuring)
+                .await?
+            {
+                return Ok(());
             }
         }
         bar.finish_and_clear();

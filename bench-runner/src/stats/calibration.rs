@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::launches::{rounds_interval, values};
+use super::stopping::interval;
 use super::Interval;
 
 /// How many of a kind of check were made, and how many came out apart at 95 %.
@@ -63,8 +63,9 @@ fn binomial(n: i32, k: i32) -> f64 {
 }
 
 /// An identical pair's offset over all its cells: for every round that all the cells have, the
-/// mean of their ln ratios; then Student's t over those rounds (fewer than three: none).
-pub fn pair_offset(cells: &[&BTreeMap<u32, f64>]) -> Option<Interval> {
+/// mean of their ln ratios; then Student's t over those rounds (fewer than three: none;
+/// Stein's where rounds were added after `first_stage`).
+pub fn pair_offset(cells: &[&BTreeMap<u32, f64>], first_stage: Option<u32>) -> Option<Interval> {
     let first = cells.first()?;
     let per_round: BTreeMap<u32, f64> = first
         .keys()
@@ -74,17 +75,21 @@ pub fn pair_offset(cells: &[&BTreeMap<u32, f64>]) -> Option<Interval> {
             (*r, mean)
         })
         .collect();
-    rounds_interval(&values(&per_round))
+    interval(&per_round, first_stage)
 }
 
 /// A replicate contrast: one comparison made with two copies of a server (`a`, `b`: each
 /// one's ln ratio by round), their difference over the rounds both have.
-pub fn contrast(a: &BTreeMap<u32, f64>, b: &BTreeMap<u32, f64>) -> Option<Interval> {
-    let d: Vec<f64> = a
+pub fn contrast(
+    a: &BTreeMap<u32, f64>,
+    b: &BTreeMap<u32, f64>,
+    first_stage: Option<u32>,
+) -> Option<Interval> {
+    let d: BTreeMap<u32, f64> = a
         .iter()
-        .filter_map(|(r, x)| b.get(r).map(|y| x - y))
+        .filter_map(|(r, x)| b.get(r).map(|y| (*r, x - y)))
         .collect();
-    rounds_interval(&d)
+    interval(&d, first_stage)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod calibration;
 pub mod duets;
 pub mod instances;
 pub mod launches;
+pub mod stopping;
 
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;

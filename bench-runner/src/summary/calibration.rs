@@ -58,7 +58,8 @@ fn rounds(m: &Measured) -> Option<&BTreeMap<u32, f64>> {
 
 /// The A/A control's cells and the replicate contrasts of a run's measured comparisons (none:
 /// the run has neither, e.g. without the control configuration or with resident servers).
-pub(super) fn calibrate(measured: &[Measured]) -> Option<Calibration> {
+/// `first_stage`: the run added rounds after it (the intervals are then Stein's).
+pub(super) fn calibrate(measured: &[Measured], first_stage: Option<u32>) -> Option<Calibration> {
     let is = |s: &Subject, c: ServerConfig| *s == Subject::Own(c);
     let mut by_profile: BTreeMap<Profile, Vec<&BTreeMap<u32, f64>>> = BTreeMap::new();
     for m in measured {
@@ -73,7 +74,7 @@ pub(super) fn calibrate(measured: &[Measured]) -> Option<Calibration> {
     }
     let mut out = Calibration::default();
     for (profile, cells) in by_profile {
-        let Some(i) = pair_offset(&cells) else {
+        let Some(i) = pair_offset(&cells, first_stage) else {
             continue;
         };
         out.pair_tally.count(Some(i));
@@ -98,7 +99,7 @@ pub(super) fn calibrate(measured: &[Measured]) -> Option<Calibration> {
                 && (t.load, t.conns, &t.route, t.metric) == (m.load, m.conns, &m.route, m.metric)
         });
         if let (Some(a), Some(b)) = (rounds(m), twin.and_then(rounds)) {
-            out.replicates.count(contrast(a, b));
+            out.replicates.count(contrast(a, b, first_stage));
         }
     }
     (out.pair_tally.made + out.replicates.made > 0).then_some(out)

@@ -7,7 +7,7 @@ use crate::model::{
     LoadModel, Pairing, Partner, Raw, Relaunch, ServerConfig, ServerKey, Slice, Subject,
 };
 use crate::stats::instances::{self, Series};
-use crate::stats::{duets, launches, Interval};
+use crate::stats::{duets, launches, stopping, Interval};
 use crate::stats::{order_statistic_median, paired_ratios};
 
 mod calibration;
@@ -205,14 +205,16 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
             }
         }
     }
-    let calibration = calibration::calibrate(&measured);
+    let first_stage = raw.settings.first_stage();
+    let calibration = calibration::calibrate(&measured, first_stage);
     let mut comparisons = Vec::new();
     for m in &measured {
         // Rounds as replicates: Student's t over them, with nothing added — what could stay
-        // fixed for a run is drawn afresh per round, and `calibration` checks it.
+        // fixed for a run is drawn afresh per round, and `calibration` checks it; Stein's
+        // where rounds were added after a first stage.
         let interval = match &m.estimate {
             Estimate::Done(interval) => *interval,
-            Estimate::Rounds(d) => launches::rounds_interval(&launches::values(d)),
+            Estimate::Rounds(d) => stopping::interval(d, first_stage),
         };
         let Some(i) = interval else {
             continue;
@@ -250,6 +252,8 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
                 && c.config == Subject::Own(ServerConfig::IoUringControl)
                 && c.baseline == Subject::Own(ServerConfig::IoUring)
                 && c.profile == c.baseline_profile
+                // The mean over the routes is its routes again, not a cell of its own.
+                && c.route != MEAN_ROUTE
         })
         .map(|c| Resolution {
             profile: c.profile,
@@ -260,6 +264,7 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
             half_width: c.interval().half_width(),
             aa_bound: (1.0 - c.ci95_low).max(c.ci95_high - 1.0),
             aa_apart: c.significant,
+            pairs: c.pairs,
         })
         .collect();
     let route_means = route_means(&rows, routes);

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::SATURATED;
 use crate::model::{LoadModel, Pairing, Profile, Raw, ServerConfig, ServerKey, Slice, Subject};
-use crate::stats::{launches, median, Interval};
+use crate::stats::{median, stopping, Interval};
 
 /// The table's columns: epoll before the fix (re-armed per request), after it, and io_uring.
 pub const SEED_COLUMNS: [ServerConfig; 3] = [
@@ -133,6 +133,7 @@ pub fn seed_table(raw: &Raw) -> Option<SeedTable> {
     let (source, slices) = alone(raw);
     let cpus = raw.settings.server_cpus.len().max(1);
     let load_cpus = raw.settings.load_cpus.len().max(1);
+    let first_stage = raw.settings.first_stage();
     let mut by_cell: BTreeMap<(Profile, ServerConfig, u32), Vec<&Slice>> = BTreeMap::new();
     for s in slices {
         let Some(config) = s.server.config.own() else {
@@ -169,8 +170,11 @@ pub fn seed_table(raw: &Raw) -> Option<SeedTable> {
     let p50 = |s: &Slice| s.report.as_ref().map(|r| r.latency.p50_us);
     let compare = |a: &(Profile, ServerConfig, u32), b: &(Profile, ServerConfig, u32), f| {
         let (x, y) = (series(a, f), series(b, f));
-        let d: Vec<f64> = x.iter().filter_map(|(r, v)| Some(v - y.get(r)?)).collect();
-        launches::rounds_interval(&d)
+        let d: BTreeMap<u32, f64> = x
+            .iter()
+            .filter_map(|(r, v)| Some((*r, v - y.get(r)?)))
+            .collect();
+        stopping::interval(&d, first_stage)
     };
     let mut cells = Vec::new();
     for (key, slices) in &by_cell {
@@ -197,7 +201,7 @@ pub fn seed_table(raw: &Raw) -> Option<SeedTable> {
                 .then(|| compare(key, &rx, f))
                 .flatten()
         };
-        let levels: Vec<f64> = series(key, rps).into_values().collect();
+        let levels = series(key, rps);
         let server_busy = median(
             &ok.iter()
                 .filter_map(|s| s.utilisation(cpus))
@@ -221,7 +225,7 @@ pub fn seed_table(raw: &Raw) -> Option<SeedTable> {
             ),
             slices: ok.len(),
             rps_median,
-            rps_level: launches::rounds_interval(&levels),
+            rps_level: stopping::interval(&levels, first_stage),
             p50_us,
             p99_us,
             little_us: f64::from(conns) / rps_median * 1e6,

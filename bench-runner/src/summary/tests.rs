@@ -123,6 +123,7 @@ pub fn synthetic_instances(
             calibration_group: None,
             target: None,
             planned_rounds: None,
+            added: None,
             schedule: None,
             relaunch: Default::default(),
             pairing: Default::default(),

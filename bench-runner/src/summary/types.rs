@@ -244,6 +244,9 @@ pub struct Resolution {
     pub aa_bound: f64,
     /// The A/A interval excludes 1: the same server twice was told apart in this cell.
     pub aa_apart: bool,
+    /// The rounds (pairs) its interval rests on (0 in summaries written before it).
+    #[serde(default)]
+    pub pairs: usize,
 }
 
 /// The-benchmarker's figure: the mean over the routes of each route's req/s.

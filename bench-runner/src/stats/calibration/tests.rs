@@ -4,6 +4,7 @@ use rand_core::SeedableRng;
 use rand_pcg::Pcg64;
 
 use super::*;
+use crate::stats::launches::{rounds_interval, values};
 use crate::stats::tests::normal;
 
 /// Trials per coverage figure: the binomial SD of a 95 % coverage is then 0.34 %, and the
@@ -91,7 +92,7 @@ fn false_alarms(launch: f64, fixed: f64) -> (f64, f64) {
     for _ in 0..TRIALS {
         let cells = pair(&mut rng, 7, 6, launch, fixed);
         let refs: Vec<&BTreeMap<u32, f64>> = cells.iter().collect();
-        by_pair += usize::from(pair_offset(&refs).unwrap().excludes_one());
+        by_pair += usize::from(pair_offset(&refs, None).unwrap().excludes_one());
         let all: Vec<f64> = cells.iter().flat_map(|c| c.values().copied()).collect();
         by_cells += usize::from(rounds_interval(&all).unwrap().excludes_one());
     }
@@ -134,7 +135,7 @@ fn replicate_contrasts_are_apart_one_time_in_twenty() {
                 .collect()
         };
         let (a, b) = (copy(0.01), copy(0.02));
-        tally.count(contrast(&a, &b));
+        tally.count(contrast(&a, &b, None));
     }
     let rate = tally.apart as f64 / tally.made as f64;
     eprintln!("replicate contrasts apart {rate}");
@@ -146,14 +147,14 @@ fn replicate_contrasts_are_apart_one_time_in_twenty() {
 fn a_contrast_and_a_pair_use_only_the_rounds_every_side_has() {
     let a: BTreeMap<u32, f64> = [(1, 0.01), (2, 0.02), (3, 0.0), (4, 0.5)].into();
     let b: BTreeMap<u32, f64> = [(1, 0.0), (2, 0.0), (3, 0.0)].into();
-    let c = contrast(&a, &b).unwrap();
+    let c = contrast(&a, &b, None).unwrap();
     assert_eq!(c.n, 3);
     assert!((c.median - 0.01f64.exp()).abs() < 1e-12);
-    let p = pair_offset(&[&a, &b]).unwrap();
+    let p = pair_offset(&[&a, &b], None).unwrap();
     assert_eq!(p.n, 3);
     assert!((p.median - 0.005f64.exp()).abs() < 1e-12);
-    assert!(contrast(&a, &BTreeMap::new()).is_none());
-    assert!(pair_offset(&[]).is_none());
+    assert!(contrast(&a, &BTreeMap::new(), None).is_none());
+    assert!(pair_offset(&[], None).is_none());
 }
 
 #[test]
