@@ -6,13 +6,78 @@
 //! every planned round's keep-alive, and it is fixed from then on — every round of an
 //! open-loop cell offers the same rate and the rounds pair. The A/A control is offered its
 //! twin's share.
+//!
+//! With `--rates-from RUN` the capacities are instead those an earlier run offered its shares
+//! of, recorded in this run's settings: a re-run then drives every server at the same rates,
+//! and its costs compare with the earlier run's like with like (a cost at a share of capacity
+//! depends on the rate, and the rate on that run's own keep-alive luck).
+
+use serde::{Deserialize, Serialize};
 
 use crate::model::{LoadModel, Offered, Raw, ServerConfig, ServerKey, Slice, Subject};
 use crate::stats::median;
 
+/// Capacities taken from an earlier run (`--rates-from`), recorded in raw.json's settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RatesFrom {
+    /// The earlier run's folder name.
+    pub run: String,
+    pub capacities: Vec<Capacity>,
+}
+
+/// One configuration's keep-alive req/s at a level and route, as the earlier run froze it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Capacity {
+    pub server: ServerKey,
+    pub conns: u32,
+    pub route: String,
+    pub rps: f64,
+}
+
+impl RatesFrom {
+    /// The capacities `earlier` (folder `run`) offered its shares of, for each of `servers` at
+    /// each (level, route) of `levels`; an error naming the first one it never measured.
+    pub fn take(
+        earlier: &Raw,
+        run: &str,
+        servers: &[ServerKey],
+        levels: &[(u32, String)],
+    ) -> Result<RatesFrom, String> {
+        let mut capacities = Vec::new();
+        for server in servers {
+            for (conns, route) in levels {
+                let rps = capacity(earlier, server, *conns, route).ok_or_else(|| {
+                    format!("{run} measured no keep-alive capacity for {server} at {conns} connections on {route}")
+                })?;
+                capacities.push(Capacity {
+                    server: server.clone(),
+                    conns: *conns,
+                    route: route.clone(),
+                    rps,
+                });
+            }
+        }
+        Ok(RatesFrom {
+            run: run.to_string(),
+            capacities,
+        })
+    }
+
+    fn capacity(&self, key: &ServerKey, conns: u32, route: &str) -> Option<f64> {
+        self.capacities
+            .iter()
+            .find(|c| &c.server == key && c.conns == conns && c.route == route)
+            .map(|c| c.rps)
+    }
+}
+
 /// A configuration's keep-alive req/s at `conns` on `route`: the median of its slices there
-/// before the first slice offered a share at that level and route (`None`: none measured).
+/// before the first slice offered a share at that level and route (`None`: none measured), or
+/// the earlier run's where this one takes its rates from one.
 pub fn capacity(raw: &Raw, key: &ServerKey, conns: u32, route: &str) -> Option<f64> {
+    if let Some(from) = &raw.settings.rates_from {
+        return from.capacity(key, conns, route);
+    }
     let frozen = raw
         .slices
         .iter()
@@ -82,6 +147,41 @@ mod tests {
             profile: Profile::Relaxed,
             config: Subject::Own(c),
         }
+    }
+
+    #[test]
+    fn rates_from_an_earlier_run_are_its_capacities_whatever_this_run_measures() {
+        let (rx, uring) = (key(ServerConfig::Rx), key(ServerConfig::IoUring));
+        let own50 = LoadModel::Open(Offered::Own(50));
+        let at = |rps: f64| move |_: &ServerKey, _: u32, _: u32| 1e6 / rps;
+        let earlier =
+            synthetic_instances(&[rx.clone(), uring.clone()], 1, 2, at(100_000.0), |_, _| {
+                1.0
+            });
+        let levels = [(64, "GET:/".to_string())];
+        let from =
+            RatesFrom::take(&earlier, "EARLIER", &[rx.clone(), uring.clone()], &levels).unwrap();
+        assert_eq!(from.capacities.len(), 2);
+        // This run's own keep-alive measured 150k; its shares are still the earlier 100k's.
+        let mut now =
+            synthetic_instances(&[rx.clone(), uring.clone()], 1, 2, at(150_000.0), |_, _| {
+                1.0
+            });
+        let own = rate(&now, own50, &rx, 64, "GET:/").unwrap();
+        assert!((own - 75_000.0).abs() < 2.0, "{own}");
+        now.settings.rates_from = Some(from.clone());
+        let taken = rate(&now, own50, &rx, 64, "GET:/").unwrap();
+        assert!((taken - 50_000.0).abs() < 2.0, "{taken}");
+        // The share of this run's own capacity is still judged against this run's.
+        let run = run_capacity(&now, &rx, 64, "GET:/").unwrap();
+        assert!((run - 150_000.0).abs() < 2.0, "{run}");
+        // A level the earlier run never measured is named, not guessed.
+        let more = [(64, "GET:/".to_string()), (512, "GET:/".to_string())];
+        let e = RatesFrom::take(&earlier, "EARLIER", std::slice::from_ref(&rx), &more).unwrap_err();
+        assert!(
+            e.contains("EARLIER") && e.contains("512 connections"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub enum RunError {
         slices: usize,
         dir: PathBuf,
     },
+    #[error("--rates-from: {0}")]
+    RatesFrom(String),
     #[error("--load per-request: {0}")]
     Ports(#[from] driver::ports::PortsError),
     #[error("--load per-request: {0}")]
@@ -108,6 +110,7 @@ pub async fn run_on<E: Engine>(
 ) -> Result<()> {
     let (mut plan, mut notes) = make_plan(args, engine.is_native(), seed)?;
     notes.extend(engine_note);
+    let rates_from = rates_from(args, &plan)?;
     if engine.default_blocks_io_uring() {
         plan.solo_with_default();
     }
@@ -214,6 +217,7 @@ pub async fn run_on<E: Engine>(
             target: plan.target,
             planned_rounds: plan.target.map(|_| plan.rounds),
             added: None,
+            rates_from,
             schedule: Some(Schedule::Blocks),
             relaunch: plan.relaunch,
             pairing: plan.pairing,
@@ -348,4 +352,29 @@ async fn signalled(term: &mut Option<tokio::signal::unix::Signal>) -> &'static s
         // Neither can be listened for: no signal will come.
         else => std::future::pending().await,
     }
+}
+
+/// `--rates-from RUN`: the earlier run's capacities for every server and open-loop level of
+/// this plan, read before anything starts (an error names what that run lacks).
+fn rates_from(args: &RunArgs, plan: &Plan) -> Result<Option<crate::offered::RatesFrom>> {
+    let Some(dir) = &args.measure.rates_from else {
+        return Ok(None);
+    };
+    let earlier = record::read_raw(dir)?;
+    let run = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let levels: Vec<(u32, String)> = plan
+        .loads
+        .iter()
+        .filter(|l| l.takes_share())
+        .flat_map(|&l| plan.conns_of(l).iter().copied())
+        .flat_map(|c| plan.routes.iter().map(move |r| (c, r.to_string())))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    crate::offered::RatesFrom::take(&earlier, &run, &plan.servers, &levels)
+        .map(Some)
+        .map_err(RunError::RatesFrom)
 }

@@ -1981,3 +1981,80 @@ fn native_duet_run_drives_both_servers_of_each_comparison_at_once() {
         );
     }
 }
+
+/// `--rates-from RUN`: every open-loop share is taken of the earlier run's capacities, not of
+/// this run's own keep-alive, and the table says whose rates they are; a run that lacks a level
+/// is refused before anything starts.
+#[test]
+fn native_open_loop_takes_its_rates_from_an_earlier_run() {
+    let earlier_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("results/20261207T194741Z");
+    let earlier = bench_runner::record::read_raw(&earlier_dir).unwrap();
+    let common = [
+        "--engine",
+        "native",
+        "--quick",
+        "--profiles",
+        "relaxed",
+        "--configs",
+        "rx,io_uring",
+        "--load",
+        "keepalive,open",
+        "--open-at",
+        "50",
+        "--open-slowest",
+        "0",
+        "--pairing",
+        "alternate",
+        "--rounds",
+        "3",
+        "--port",
+        "3963",
+        "--rates-from",
+    ];
+    // The earlier run measured 64 / 256 / 512 kept alive; open loop at 1000 it never did.
+    let refused = Command::new(RUNNER)
+        .args(common)
+        .arg(&earlier_dir)
+        .args(["--conns", "1000", "--out"])
+        .arg(out_dir("rates-refused"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--rates-from: 20261207T194741Z measured no keep-alive capacity")
+            && stderr.contains("1000 connections"),
+        "{stderr}"
+    );
+    let mut args: Vec<&str> = common.to_vec();
+    let path = earlier_dir.to_string_lossy().into_owned();
+    args.extend([path.as_str(), "--conns", "64"]);
+    let (dir, _) = run("rates-from", &args);
+    let raw = bench_runner::record::read_raw(&dir).unwrap();
+    let from = raw.settings.rates_from.as_ref().expect("recorded");
+    assert_eq!(from.run, "20261207T194741Z");
+    let mut open = 0;
+    for s in raw.slices.iter().filter(|s| s.ok()) {
+        if let LoadModel::Open(Offered::Own(p)) = s.load {
+            let then = bench_runner::offered::capacity(&earlier, &s.server, 64, "GET:/").unwrap();
+            let offered = s.report.as_ref().unwrap().open_loop.unwrap().target_rps;
+            let want = then * f64::from(p) / 100.0;
+            assert!(
+                (offered - want).abs() < 1.0,
+                "{}: {offered} vs {want}",
+                s.server
+            );
+            open += 1;
+        }
+    }
+    assert!(open >= 4, "{open} open-loop slices");
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    assert!(
+        table.contains("**Open-loop rates** taken from run 20261207T194741Z"),
+        "{table}"
+    );
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}

@@ -198,6 +198,11 @@ pub struct MeasureArgs {
     /// PR's table of each server's own req/s and latency
     #[arg(long)]
     pub no_solo: bool,
+    /// Offer the open loop's shares of an earlier run's capacities (its folder, e.g.
+    /// results/20261207T153422Z) instead of this run's own keep-alive: a re-run then drives
+    /// every server at the rates the earlier one did, so their costs compare like with like
+    #[arg(long, value_name = "RUN")]
+    pub rates_from: Option<std::path::PathBuf>,
     /// Leave out the mechanism probe: before the first round, about 7 s a kept-alive level of
     /// the server's own worker served in-process as the io_uring server, unblocked and under
     /// the no-io-uring filter, and as rx (`bench-runner probe`), from which the report

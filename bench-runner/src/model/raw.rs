@@ -237,6 +237,9 @@ pub struct Settings {
     /// it added rounds while the A/A control was wider than the target: none here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added: Option<crate::target::AddedRounds>,
+    /// `--rates-from`: the open loop's shares taken of an earlier run's capacities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates_from: Option<crate::offered::RatesFrom>,
     /// The order the rounds used; runs before it was recorded have it inferred from their
     /// slices ([`Raw::schedule`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

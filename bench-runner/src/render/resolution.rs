@@ -242,7 +242,8 @@ pub(super) fn target_text(
         None => String::new(),
     };
     if open.is_empty() {
-        return aim + &format!(
+        return aim
+            + &format!(
             "reached in every cell after {} rounds ({planned} planned, {added} added{rule}).\n\n",
             st.rounds
         );
@@ -265,6 +266,48 @@ pub(super) fn target_text(
         open.len(),
         st.rounds,
         names.join("; ")
+    )
+}
+
+/// How many left-out rounds the text names before it counts the rest.
+const DROPPED_NAMED: usize = 8;
+
+/// The rounds failed slices left out, each with its cause (nothing where none failed).
+pub(super) fn dropped_text(s: &Summary) -> String {
+    if s.dropped.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = s
+        .dropped
+        .iter()
+        .take(DROPPED_NAMED)
+        .map(|d| {
+            let beside = d
+                .partner
+                .as_ref()
+                .map_or(String::new(), |p| format!(", beside {p}"));
+            format!(
+                "round {}, {} c={}{} ({}{beside}): {}",
+                d.round,
+                d.load.phrase(),
+                d.conns,
+                route_suffix(&d.route),
+                d.server,
+                d.cause.replace('|', "/")
+            )
+        })
+        .collect();
+    let more = s.dropped.len().saturating_sub(DROPPED_NAMED);
+    let rest = if more > 0 {
+        format!("; and {more} more (evidence.md counts every cell's failed slices)")
+    } else {
+        String::new()
+    };
+    format!(
+        "**Rounds left out**: {} failed slice{}, each taking its round out of its server's comparisons in that cell (and its duet partner's, so their `n` is one round fewer) — {}{rest}.\n\n",
+        s.dropped.len(),
+        if s.dropped.len() == 1 { "" } else { "s" },
+        named.join("; ")
     )
 }
 
@@ -300,6 +343,41 @@ pub(super) fn interval_over(st: &Settings) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_left_out_round_is_named_with_its_cell_partner_and_cause() {
+        use crate::model::{LoadModel, Profile, ServerConfig, ServerKey};
+        use crate::summary::DroppedRound;
+        let key = |p, c: ServerConfig| ServerKey {
+            profile: p,
+            config: c.into(),
+        };
+        let one = DroppedRound {
+            round: 4,
+            server: key(Profile::NoIoUring, ServerConfig::IoUring),
+            load: LoadModel::KeepAlive,
+            conns: 512,
+            route: "GET:/".into(),
+            partner: Some(key(Profile::Relaxed, ServerConfig::IoUring)),
+            cause: "the server exited".into(),
+        };
+        let mut s = Summary::default();
+        assert_eq!(dropped_text(&s), "");
+        s.dropped = vec![one.clone()];
+        assert_eq!(
+            dropped_text(&s),
+            "**Rounds left out**: 1 failed slice, each taking its round out of its server's comparisons in that cell (and its duet partner's, so their `n` is one round fewer) — round 4, kept alive c=512 (no-io-uring/io_uring, beside relaxed/io_uring): the server exited.\n\n"
+        );
+        // Past eight, the rest are counted.
+        s.dropped = vec![one; 11];
+        let t = dropped_text(&s);
+        assert!(
+            t.starts_with("**Rounds left out**: 11 failed slices"),
+            "{t}"
+        );
+        assert_eq!(t.matches("round 4,").count(), DROPPED_NAMED);
+        assert!(t.contains("; and 3 more"), "{t}");
+    }
 
     #[test]
     fn the_answer_s_time_names_the_run_s_length_only_where_the_run_went_on() {

@@ -3,7 +3,9 @@
 use super::cross::filter_cost;
 use super::evidence::{evidence_notes, evidence_rows};
 use super::loads::{load_tables, notes_once};
-use super::resolution::{calibration_text, how_to_read_rest, resolution_text, target_text};
+use super::resolution::{
+    calibration_text, dropped_text, how_to_read_rest, resolution_text, target_text,
+};
 use crate::model::{LoadModel, Pairing, Raw, Relaunch};
 use crate::summary::{Summary, MEAN_ROUTE};
 
@@ -65,6 +67,9 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     if let Some(target) = &st.target {
         t += &target_text(target, st, s);
     }
+    if let Some(from) = &st.rates_from {
+        t += &format!("**Open-loop rates** taken from run {} (`--rates-from`): every share of capacity is a share of the keep-alive req/s that run measured, so each server was driven at that run's rates, and its costs there compare with these like with like.\n\n", from.run);
+    }
     if by_load {
         let loads: Vec<String> = st
             .loads
@@ -82,6 +87,7 @@ pub fn markdown(raw: &Raw, s: &Summary) -> String {
     if !raw.notes.is_empty() {
         t += "\n";
     }
+    t += &dropped_text(s);
     let against = "against the column it replaces (rx and oneshot against legacy, io_uring against rx, the A/A control against io_uring)";
     if st.intervals_cover_processes() {
         let from = if st.pairing == Pairing::Duet {

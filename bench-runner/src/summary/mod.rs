@@ -11,6 +11,7 @@ use crate::stats::{duets, launches, stopping, Interval};
 use crate::stats::{order_statistic_median, paired_ratios};
 
 mod calibration;
+mod dropped;
 mod means;
 mod pairs;
 mod reach;
@@ -18,6 +19,7 @@ mod row;
 mod seed;
 mod types;
 pub use calibration::{Calibration, PairOffset};
+pub use dropped::DroppedRound;
 use means::{add_route_means, route_means};
 pub use pairs::comparison_pairs;
 pub use reach::{answered_after_s, run_end_s, Reach};
@@ -57,6 +59,7 @@ pub fn summarise(raw: &Raw) -> Summary {
     let mut s = summarise_slices(raw);
     s.reach = reach::reach(raw, resolution_limit(&raw.settings));
     s.seed = seed_table(raw);
+    s.dropped = dropped::dropped_rounds(raw);
     s
 }
 
@@ -278,6 +281,7 @@ pub fn summarise_slices(raw: &Raw) -> Summary {
         calibration,
         intervals_cover_processes: raw.settings.intervals_cover_processes(),
         seed: None,
+        dropped: Vec::new(),
     }
 }
 

@@ -124,6 +124,7 @@ pub fn synthetic_instances(
             target: None,
             planned_rounds: None,
             added: None,
+            rates_from: None,
             schedule: None,
             relaunch: Default::default(),
             pairing: Default::default(),
@@ -334,6 +335,33 @@ fn a_server_that_never_measured_is_flagged_and_a_fallback_is_a_note() {
         dead.flag.as_deref(),
         Some("every slice failed: the server exited")
     );
+}
+
+#[test]
+fn every_failed_slice_names_the_round_it_leaves_out_and_why() {
+    let servers = [
+        key(Profile::Relaxed, ServerConfig::IoUring),
+        key(Profile::Relaxed, ServerConfig::Rx),
+    ];
+    let mut raw = synthetic(&servers, 4, |_, _| 7.0, |_, _| 0.99);
+    assert!(summarise(&raw).dropped.is_empty());
+    let failed = raw
+        .slices
+        .iter_mut()
+        .find(|s| s.server == servers[1] && s.round == 2)
+        .unwrap();
+    failed.error = Some(Failure::new(
+        FailureKind::ServerExited,
+        "the server exited\nlast line",
+    ));
+    let s = summarise(&raw);
+    assert_eq!(s.dropped.len(), 1, "{:?}", s.dropped);
+    let d = &s.dropped[0];
+    assert_eq!((d.round, &d.server), (2, &servers[1]));
+    assert_eq!(d.cause, "the server exited");
+    // The summary keeps it through its JSON.
+    let back: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(back.dropped, s.dropped);
 }
 
 #[test]

@@ -283,6 +283,9 @@ pub struct Summary {
     /// The seed PR's table: each server alone, kept alive (none: the run drove no rx alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<super::SeedTable>,
+    /// The rounds failed slices left out, each named with its cause.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<super::DroppedRound>,
 }
 
 /// The row of `config` under `profile` in one cell, among `rows` ([`Summary::row`], and the
@@ -379,6 +382,8 @@ impl Summary {
             intervals_cover_processes: self.intervals_cover_processes,
             // The seed table is kept alive and the run's, said once.
             seed: None,
+            // The rounds left out are said once, for the whole run.
+            dropped: Vec::new(),
         }
     }
 
