@@ -75,15 +75,29 @@ pub fn rounds_interval(d: &[f64]) -> Option<Interval> {
     if n < MIN_ROUNDS || d.iter().any(|x| !x.is_finite()) {
         return None;
     }
-    let mean = d.iter().sum::<f64>() / n as f64;
-    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = t975(n - 1) * (var / n as f64).sqrt();
-    Some(Interval {
+    let (mean, var) = mean_var(d);
+    Some(ratio_interval(
+        mean,
+        t975(n - 1) * (var / n as f64).sqrt(),
+        n,
+    ))
+}
+
+/// The mean and the sample variance of `d` (at least two values).
+pub(super) fn mean_var(d: &[f64]) -> (f64, f64) {
+    let mean = d.iter().sum::<f64>() / d.len() as f64;
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (d.len() - 1) as f64;
+    (mean, var)
+}
+
+/// A mean of ln ratios ± `half` as a ratio with its interval, resting on `n` values.
+pub(super) fn ratio_interval(mean: f64, half: f64, n: usize) -> Interval {
+    Interval {
         median: mean.exp(),
         low: (mean - half).exp(),
         high: (mean + half).exp(),
         n,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 
 use super::instances::t975;
-use super::launches::{rounds_interval, MIN_ROUNDS};
+use super::launches::{mean_var, ratio_interval, rounds_interval, MIN_ROUNDS};
 use super::Interval;
 
 /// The rounds in all a cell needs so that its interval's half-width reaches `target`, planned
@@ -52,15 +52,12 @@ pub fn interval(by_round: &BTreeMap<u32, f64>, first_stage: Option<u32>) -> Opti
         return None;
     }
     let mean = all.iter().sum::<f64>() / n as f64;
-    let stage_mean = stage.iter().sum::<f64>() / n1 as f64;
-    let var = stage.iter().map(|x| (x - stage_mean).powi(2)).sum::<f64>() / (n1 - 1) as f64;
-    let half = t975(n1 - 1) * (var / n as f64).sqrt();
-    Some(Interval {
-        median: mean.exp(),
-        low: (mean - half).exp(),
-        high: (mean + half).exp(),
+    let (_, var) = mean_var(&stage);
+    Some(ratio_interval(
+        mean,
+        t975(n1 - 1) * (var / n as f64).sqrt(),
         n,
-    })
+    ))
 }
 
 #[cfg(test)]
