@@ -2056,5 +2056,20 @@ fn native_open_loop_takes_its_rates_from_an_earlier_run() {
         table.contains("**Open-loop rates** taken from run 20261207T194741Z"),
         "{table}"
     );
+    // Each server's table row says the rate it was driven at, beside its cost.
+    let half = |config: ServerConfig| {
+        let key = bench_runner::model::ServerKey {
+            profile: bench_runner::model::Profile::Relaxed,
+            config: Subject::Own(config),
+        };
+        let then = bench_runner::offered::capacity(&earlier, &key, 64, "GET:/").unwrap();
+        bench_runner::stats::short_rate(then / 2.0)
+    };
+    let row = format!(
+        "| driven at (req/s offered) | {} | {} |",
+        half(ServerConfig::Rx),
+        half(ServerConfig::IoUring)
+    );
+    assert!(table.contains(&row), "{row}\n{table}");
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }

@@ -141,6 +141,26 @@ fn metrics_table(
         t += &format!(" {} |", heading(s, profile, c, route));
     }
     t += &format!("\n| --- |{}\n", " --- |".repeat(present.len()));
+    // Open loop: the rate each server was driven at, beside its cost — at a share of its own
+    // capacity every server is offered a rate of its own, and the cost depends on it.
+    let offered: Vec<Option<f64>> = present
+        .iter()
+        .map(|c| {
+            Some(
+                find(s, profile, c, conns, route)?
+                    .open
+                    .as_ref()?
+                    .offered_rps,
+            )
+        })
+        .collect();
+    if offered.iter().any(Option::is_some) {
+        t += "| driven at (req/s offered) |";
+        for o in &offered {
+            t += &format!(" {} |", o.map_or("–".into(), short_rate));
+        }
+        t += "\n";
+    }
     for &(_, metric) in tables {
         t += &format!("| {} |", metric_name(metric));
         for c in &present {
