@@ -230,14 +230,17 @@ pub(super) fn target_text(
     // How the added rounds were decided: once from the first stage's spread, or (runs before
     // the two-stage rule) after every round on the spread so far.
     let rule = match st.added {
-        Some(a) if a.driven < a.asked => format!(
-            ": the planned rounds' spread asked for {} more of {} blocks (the two-stage rule, decided once); the budget allowed {}",
-            a.asked, a.blocks, a.driven
-        ),
-        Some(a) => format!(
-            ": the planned rounds' spread asked for {} more of {} blocks (the two-stage rule, decided once)",
-            a.asked, a.blocks
-        ),
+        Some(a) => {
+            let cut = if a.driven < a.asked {
+                format!("; the budget allowed {}", a.driven)
+            } else {
+                String::new()
+            };
+            format!(
+                ": the planned rounds' spread asked for {} more of {} blocks (the two-stage rule, decided once){cut}",
+                a.asked, a.blocks
+            )
+        }
         None if added > 0 => ": added one at a time while the A/A control was wider, judged on the spread so far (the rule before the two-stage one); the intervals take the planned rounds' spread, as a rule on the sample's own spread leaves the spread over all rounds too narrow".to_string(),
         None => String::new(),
     };

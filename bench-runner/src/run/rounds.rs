@@ -218,16 +218,16 @@ impl Rounds<'_> {
             }
         };
         let asked = added.rounds();
-        let mut record = AddedRounds {
+        let blocks = added.0.len();
+        eprintln!(
+            "bench-runner: after {round} rounds the A/A control's spread asks for {asked} more of {blocks} blocks to resolve ±{pct:.1} % (decided once: the two-stage rule)"
+        );
+        raw.settings.added = Some(AddedRounds {
             first_stage: round,
             asked,
-            blocks: added.0.len(),
+            blocks,
             driven: 0,
-        };
-        eprintln!(
-            "bench-runner: after {round} rounds the A/A control's spread asks for {asked} more of {} blocks to resolve ±{pct:.1} % (decided once: the two-stage rule)",
-            record.blocks
-        );
+        });
         for k in 1..=asked {
             let blocks = added.round(k);
             if !target.fits(measuring.elapsed(), length(raw, round + 1, &blocks)) {
@@ -242,10 +242,10 @@ impl Rounds<'_> {
             {
                 return Ok(false);
             }
-            record.driven = k;
-            raw.settings.added = Some(record);
+            if let Some(record) = &mut raw.settings.added {
+                record.driven = k;
+            }
         }
-        raw.settings.added = Some(record);
         Ok(true)
     }
 

@@ -11,7 +11,7 @@
 //! the first stage's spread, and the ratio is Student's t. The usual interval over all rounds
 //! is not: where the first stage's spread came out small, no round is added and the narrow
 //! interval stands; where it came out large, the added rounds bring the spread back to σ. It
-//! covers 92–93 % by simulation (the tests), whether rounds are added once (this rule) or one
+//! covers 90–94 % by simulation (the tests), whether rounds are added once (this rule) or one
 //! at a time while the interval is wider than the target (the rule this replaced) — stopping on
 //! the sample's own spread leaves that interval too narrow, whichever way it is done.
 
